@@ -1,0 +1,155 @@
+"""AlbertConfig: the model hyper-parameters, read from and written to `albert_config.json`.
+
+The released configs carry keys the model does not use (net_structure_type, gap_size,
+num_memory_blocks, ...). They are kept verbatim so that reading then writing a config changes
+nothing.
+"""
+
+import copy
+import json
+import os
+
+_DATA_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "data", "configs")
+
+ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
+
+# Field -> default, as the original AlbertConfig defines them (xxlarge-shaped defaults).
+_DEFAULTS = {
+    "vocab_size": None,
+    "embedding_size": 128,
+    "hidden_size": 4096,
+    "num_hidden_layers": 12,
+    "num_hidden_groups": 1,
+    "num_attention_heads": 64,
+    "intermediate_size": 16384,
+    "inner_group_num": 1,
+    "down_scale_factor": 1,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+}
+
+_POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
+                  "num_attention_heads", "intermediate_size", "inner_group_num",
+                  "max_position_embeddings", "type_vocab_size", "num_hidden_groups")
+
+
+class AlbertConfig:
+  """Hyper-parameters of an ALBERT model, with validation.
+
+  Every key of `_DEFAULTS` is an attribute; any other key read from JSON is kept in `extra` and
+  written back unchanged.
+  """
+
+  def __init__(self, vocab_size=None, **kwargs):
+    values = dict(_DEFAULTS)
+    values["vocab_size"] = vocab_size
+    self.extra = {}
+    for key, value in kwargs.items():
+      if key in values:
+        values[key] = value
+      else:
+        self.extra[key] = value
+    for key, value in values.items():
+      setattr(self, key, value)
+    self._key_order = list(kwargs) if kwargs else list(values)
+    if "vocab_size" not in self._key_order:
+      self._key_order.insert(0, "vocab_size")
+    self.validate()
+
+  # ---------------------------------------------------------------------------------------------
+  def validate(self):
+    """Raises ValueError naming the offending key when the config cannot describe a model."""
+    for key in _POSITIVE_INTS:
+      value = getattr(self, key)
+      if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"albert config: `{key}` must be a positive integer, got {value!r}")
+    if self.hidden_size % self.num_attention_heads:
+      raise ValueError(
+          f"albert config: `hidden_size` ({self.hidden_size}) must be a multiple of "
+          f"`num_attention_heads` ({self.num_attention_heads})")
+    if not 1 <= self.num_hidden_groups <= self.num_hidden_layers:
+      raise ValueError(
+          f"albert config: `num_hidden_groups` ({self.num_hidden_groups}) must be between 1 and "
+          f"`num_hidden_layers` ({self.num_hidden_layers})")
+    act = self.hidden_act
+    if not isinstance(act, str) or act.lower() not in ACTIVATIONS:
+      raise ValueError(f"albert config: `hidden_act` must be one of {ACTIVATIONS}, got {act!r}")
+    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+      value = getattr(self, key)
+      if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        raise ValueError(f"albert config: `{key}` must be in [0, 1), got {value!r}")
+    if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
+      raise ValueError(
+          f"albert config: `initializer_range` must be positive, got {self.initializer_range!r}")
+
+  @property
+  def attention_head_size(self):
+    return self.hidden_size // self.num_attention_heads
+
+  # ---------------------------------------------------------------------------------------------
+  @classmethod
+  def from_dict(cls, values):
+    if "vocab_size" not in values:
+      raise ValueError("albert config: missing required key `vocab_size`")
+    return cls(**values)
+
+  @classmethod
+  def from_json_file(cls, path):
+    if not os.path.exists(path):
+      raise FileNotFoundError(f"albert config file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+      try:
+        values = json.load(f)
+      except json.JSONDecodeError as e:
+        raise ValueError(f"albert config file {path} is not valid JSON: {e}") from e
+    if not isinstance(values, dict):
+      raise ValueError(f"albert config file {path} must hold a JSON object")
+    return cls.from_dict(values)
+
+  @classmethod
+  def from_preset(cls, name):
+    """A released v2 config by name: base, large, xlarge or xxlarge (from data/configs/)."""
+    path = os.path.join(_DATA_CONFIG_DIR, f"albert_{name}_v2.json")
+    if not os.path.exists(path):
+      known = sorted(f[len("albert_"):-len("_v2.json")] for f in os.listdir(_DATA_CONFIG_DIR)
+                     if f.startswith("albert_") and f.endswith("_v2.json"))
+      raise ValueError(f"unknown ALBERT preset {name!r}; known presets: {known}")
+    return cls.from_json_file(path)
+
+  def to_dict(self):
+    """All keys, those read from JSON first in their order, then any others."""
+    out = {}
+    keys = self._key_order + [k for k in list(_DEFAULTS) + list(self.extra)
+                              if k not in self._key_order]
+    for key in keys:
+      if key in _DEFAULTS:
+        out[key] = getattr(self, key)
+      elif key in self.extra:
+        out[key] = self.extra[key]
+    return copy.deepcopy(out)
+
+  def to_json_string(self):
+    return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+  def to_json_file(self, path):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+      f.write(self.to_json_string())
+    os.replace(tmp, path)
+
+  def replace(self, **changes):
+    """A copy with some fields changed (validated)."""
+    values = self.to_dict()
+    values.update(changes)
+    return AlbertConfig.from_dict(values)
+
+  def __eq__(self, other):
+    return isinstance(other, AlbertConfig) and self.to_dict() == other.to_dict()
+
+  def __repr__(self):
+    return f"AlbertConfig({self.to_dict()})"

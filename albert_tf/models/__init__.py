@@ -1,0 +1,5 @@
+"""Keras models composed from albert_tf.layers."""
+
+from albert_tf.models.encoder import AlbertModel
+from albert_tf.models.losses import masked_lm_loss, pretraining_losses, sentence_order_loss
+from albert_tf.models.pretrainer import AlbertPretrainer

@@ -1,0 +1,113 @@
+"""Each layer alone against the NumPy reference of the original arithmetic."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import numpy_reference as ref
+from albert_tf import layers
+
+
+def test_gelu_is_the_tanh_approximation():
+  x = np.linspace(-6, 6, 101).astype(np.float32)
+  np.testing.assert_allclose(layers.gelu(tf.constant(x)).numpy(), ref.gelu(x), atol=1e-6)
+  # Differs from the exact erf GELU, which the original does not use.
+  exact = tf.nn.gelu(tf.constant(x), approximate=False).numpy()
+  assert np.abs(exact - ref.gelu(x)).max() > 1e-4
+
+
+def test_activation_names():
+  assert layers.get_activation("linear") is None
+  assert layers.get_activation("RELU") is tf.nn.relu
+  with pytest.raises(ValueError, match="Unsupported activation"):
+    layers.get_activation("swish")
+
+
+@pytest.mark.parametrize("num_layers,num_groups,expected", [
+    (12, 1, [0] * 12), (12, 12, list(range(12))), (3, 2, [0, 0, 1]), (6, 4, [0, 0, 1, 2, 2, 3]),
+    (24, 5, [int(i / 24 * 5) for i in range(24)])])
+def test_group_index(num_layers, num_groups, expected):
+  assert [layers.group_index(i, num_layers, num_groups) for i in range(num_layers)] == expected
+
+
+def _block_weights(block, rng, prefix="p"):
+  w = {}
+  pairs = {"query": block.attention.query, "key": block.attention.key,
+           "value": block.attention.value, "output/dense": block.attention.output_dense}
+  named = {f"{prefix}/attention_1/self/{k}": v for k, v in pairs.items() if k != "output/dense"}
+  named[f"{prefix}/attention_1/output/dense"] = block.attention.output_dense
+  named[f"{prefix}/ffn_1/intermediate/dense"] = block.intermediate
+  named[f"{prefix}/ffn_1/intermediate/output/dense"] = block.ffn_output
+  for name, layer in named.items():
+    for part in ("kernel", "bias"):
+      var = getattr(layer, part)
+      value = rng.normal(0, 0.3, var.shape).astype(np.float32)
+      var.assign(value)
+      w[f"{name}/{part}"] = value
+  for name, ln in ((f"{prefix}/LayerNorm", block.attention_layer_norm),
+                   (f"{prefix}/LayerNorm_1", block.ffn_layer_norm)):
+    for part in ("gamma", "beta"):
+      value = (rng.normal(0, 0.3, ln.gamma.shape) + (part == "gamma")).astype(np.float32)
+      getattr(ln, part).assign(value)
+      w[f"{name}/{part}"] = value
+  return w
+
+
+@pytest.mark.parametrize("act", ["gelu", "relu", "tanh"])
+def test_attention_ffn_block_matches_reference(act):
+  rng = np.random.default_rng(0)
+  block = layers.AttentionFFNBlock(hidden_size=12, num_attention_heads=3, intermediate_size=20,
+                                   hidden_act=act)
+  block.build()
+  w = _block_weights(block, rng)
+  x = rng.normal(size=(2, 5, 12)).astype(np.float32)
+  mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32)
+  got = block(tf.constant(x), layers.attention_mask_adder(tf.constant(mask), tf.float32)).numpy()
+  want = ref.block(w, "p", x.astype(np.float64), mask.astype(np.float64),
+                   {"hidden_act": act, "num_attention_heads": 3})
+  np.testing.assert_allclose(got, want, atol=2e-5)
+
+
+def test_attention_ignores_masked_keys():
+  rng = np.random.default_rng(1)
+  att = layers.AlbertAttention(hidden_size=8, num_attention_heads=2)
+  att.build()
+  x = rng.normal(size=(1, 4, 8)).astype(np.float32)
+  adder = layers.attention_mask_adder(tf.constant([[1, 1, 0, 0]]), tf.float32)
+  y1 = att(tf.constant(x), adder).numpy()
+  x2 = x.copy()
+  x2[:, 2:] = rng.normal(size=(1, 2, 8))
+  y2 = att(tf.constant(x2), adder).numpy()
+  np.testing.assert_allclose(y1[:, :2], y2[:, :2], atol=1e-5)
+
+
+def test_embeddings_reject_long_sequences():
+  emb = layers.AlbertEmbeddings(vocab_size=10, embedding_size=4, type_vocab_size=2,
+                                max_position_embeddings=6)
+  emb.build()
+  ids = tf.zeros([1, 7], tf.int32)
+  with pytest.raises(ValueError, match="max_position_embeddings"):
+    emb(ids, ids)
+  assert emb(ids[:, :6], ids[:, :6]).shape == (1, 6, 4)
+
+
+def test_pooled_logits_layout_and_config():
+  head = layers.PooledLogits(num_classes=3, hidden_size=5)
+  head.build()
+  assert tuple(head.output_weights.shape) == (3, 5)
+  x = np.arange(10, dtype=np.float32).reshape(2, 5)
+  np.testing.assert_allclose(head(tf.constant(x)).numpy(),
+                             x @ head.output_weights.numpy().T + head.output_bias.numpy(),
+                             rtol=1e-6)
+  clone = layers.PooledLogits.from_config(head.get_config())
+  assert clone.num_classes == 3 and clone.hidden_size == 5
+
+
+def test_layer_configs_round_trip():
+  block = layers.AttentionFFNBlock(hidden_size=8, num_attention_heads=2, intermediate_size=16,
+                                   hidden_act="relu", hidden_dropout_rate=0.1)
+  clone = layers.AttentionFFNBlock.from_config(block.get_config())
+  assert clone.get_config() == block.get_config()
+  stack = layers.SharedTransformer(4, 2, 2, 8, 2, 16)
+  clone = layers.SharedTransformer.from_config(stack.get_config())
+  assert len(clone.groups) == 2 and len(clone.groups[0]) == 2
