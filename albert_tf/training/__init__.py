@@ -1,0 +1,1 @@
+"""Training: the pretraining step, the loop, checkpointing."""

@@ -1,0 +1,21 @@
+"""tools/benchmark.py runs and reports what it promises (speed targets live in the tool)."""
+
+import json
+import os
+import subprocess
+import sys
+
+from helpers import ORIGINAL_MODEL, REPO_ROOT
+
+
+def test_benchmark_reports_each_mode():
+  cmd = [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark.py"),
+         f"--config={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}", "--batch_size=2",
+         "--seq_length=16", "--num_predictions=3", "--mode=all", "--steps=2", "--warmup_steps=1"]
+  result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
+  lines = [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
+  assert [l["mode"] for l in lines] == ["forward", "train"]
+  for line in lines:
+    assert line["seconds_per_step"] > 0 and line["peak_rss_mb"] > 0
+    assert abs(line["examples_per_second"] - 2 / line["seconds_per_step"]) < 0.05 * line[
+        "examples_per_second"] + 0.01

@@ -1,0 +1,116 @@
+"""Times ALBERT's forward pass and full pretraining step on synthetic data.
+
+  python tools/benchmark.py --config=base --batch_size=8 --seq_length=128 --mode=all
+
+Prints one JSON line per mode with mode, seconds_per_step (median after warm-up),
+examples_per_second and peak_rss_mb. `--config` is a preset name (base, large, xlarge, xxlarge)
+or a path to an albert_config.json.
+"""
+
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import albert_tf  # noqa: E402
+from albert_tf.optimization import create_optimizer, learning_rate_at  # noqa: E402
+from albert_tf.training.step import build_optimizer_for, pretraining_step  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("config", "base", "Preset name or path to an albert_config.json.")
+flags.DEFINE_integer("batch_size", 8, "Examples per step.")
+flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
+flags.DEFINE_integer("num_predictions", 20, "Masked-LM predictions per example.")
+flags.DEFINE_enum("mode", "all", ["forward", "train", "all"], "What to time.")
+flags.DEFINE_integer("warmup_steps", 2, "Untimed steps first (tracing, compilation).")
+flags.DEFINE_integer("steps", 5, "Timed steps.")
+flags.DEFINE_enum("optimizer", "lamb", ["lamb", "adamw"], "Optimizer of the training step.")
+flags.DEFINE_bool("jit_compile", True, "Compile the step with XLA.")
+
+
+def _config():
+  if os.path.exists(FLAGS.config):
+    return albert_tf.AlbertConfig.from_json_file(FLAGS.config)
+  return albert_tf.AlbertConfig.from_preset(FLAGS.config)
+
+
+def synthetic_batch(config, batch_size, seq_length, num_predictions, seed=0):
+  rng = np.random.default_rng(seed)
+  ints = lambda high, shape: tf.constant(rng.integers(0, high, size=shape), tf.int32)
+  return {
+      "input_ids": ints(config.vocab_size, (batch_size, seq_length)),
+      "input_mask": tf.ones((batch_size, seq_length), tf.int32),
+      "segment_ids": ints(2, (batch_size, seq_length)),
+      "masked_lm_positions": ints(seq_length, (batch_size, num_predictions)),
+      "masked_lm_ids": ints(config.vocab_size, (batch_size, num_predictions)),
+      "masked_lm_weights": tf.ones((batch_size, num_predictions), tf.float32),
+      "next_sentence_labels": ints(2, (batch_size, 1)),
+  }
+
+
+def time_steps(fn, warmup, steps):
+  for _ in range(warmup):
+    _block(fn())
+  times = []
+  for _ in range(steps):
+    start = time.perf_counter()
+    _block(fn())
+    times.append(time.perf_counter() - start)
+  return statistics.median(times)
+
+
+def _block(result):
+  for t in tf.nest.flatten(result):
+    if hasattr(t, "numpy"):
+      t.numpy()
+
+
+def peak_rss_mb():
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def report(mode, seconds, batch_size, **extra):
+  line = {"mode": mode, "batch_size": batch_size, "seconds_per_step": round(seconds, 4),
+          "examples_per_second": round(batch_size / seconds, 2),
+          "peak_rss_mb": round(peak_rss_mb(), 1)}
+  line.update(extra)
+  print(json.dumps(line), flush=True)
+  return line
+
+
+def main(_):
+  config = _config()
+  model = albert_tf.AlbertPretrainer(config)
+  batch = synthetic_batch(config, FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions)
+  common = dict(batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
+                num_predictions=FLAGS.num_predictions, jit_compile=FLAGS.jit_compile,
+                config=FLAGS.config, threads=os.cpu_count())
+  if FLAGS.mode in ("forward", "all"):
+    forward = tf.function(lambda b: model(b)["masked_lm_logits"], jit_compile=FLAGS.jit_compile)
+    seconds = time_steps(lambda: forward(batch), FLAGS.warmup_steps, FLAGS.steps)
+    report("forward", seconds, **common)
+  if FLAGS.mode in ("train", "all"):
+    optimizer = build_optimizer_for(model, create_optimizer(FLAGS.optimizer))
+    step = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function(jit_compile=FLAGS.jit_compile)
+    def train(b):
+      lr = learning_rate_at(step, 1e-4, 1000, 10)
+      losses = pretraining_step(model, optimizer, b, lr)
+      step.assign_add(1)
+      return losses["total_loss"]
+
+    seconds = time_steps(lambda: train(batch), FLAGS.warmup_steps, FLAGS.steps)
+    report("train", seconds, optimizer=FLAGS.optimizer, **common)
+
+
+if __name__ == "__main__":
+  app.run(main)
