@@ -1,0 +1,87 @@
+"""Creates ALBERT pretraining TFRecords (n-gram masked LM, sentence order) from raw text.
+
+  python -m albert_tf.create_pretraining_data --input_file=corpus.txt \
+      --output_file=train.tfrecord --spm_model_file=30k-clean.model --vocab_file=unused
+
+Same flags and, for the same inputs and seed, the same records as the original. `--num_workers`
+processes input files in parallel, one output file per input file, file i seeded with
+random_seed + i.
+"""
+
+from absl import app, flags
+
+from albert_tf.data.corpus import expand_input_patterns
+from albert_tf.data.instances import InstanceOptions
+from albert_tf.data.pretraining_data import (GenerationSettings, Progress, default_output_files,
+                                             generate, generate_per_file)
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None,
+                    "Input raw text file (or comma-separated list of files; globs allowed).")
+flags.DEFINE_string("output_file", None,
+                    "Output TF example file (or comma-separated list of files).")
+flags.DEFINE_string("vocab_file", None,
+                    "The vocabulary file that the ALBERT model was trained on.")
+flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
+flags.DEFINE_string("input_file_mode", "r", "The data format of the input file (kept for "
+                    "compatibility; input is read as UTF-8 text).")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. Should be True for uncased models and "
+                  "False for cased models.")
+flags.DEFINE_bool("do_whole_word_mask", True,
+                  "Whether to use whole word masking rather than per-WordPiece masking.")
+flags.DEFINE_bool("do_permutation", False, "Whether to do the permutation training.")
+flags.DEFINE_bool("favor_shorter_ngram", True,
+                  "Whether to set higher probabilities for sampling shorter ngrams.")
+flags.DEFINE_bool("random_next_sentence", False,
+                  "Whether to use the sentence that's right before the current sentence as the "
+                  "negative sample for next sentence prection, rather than using sentences from "
+                  "other random documents.")
+flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
+flags.DEFINE_integer("ngram", 3, "Maximum number of ngrams to mask.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer("dupe_factor", 40,
+                     "Number of times to duplicate the input data (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "Probability of creating sequences which are shorter than the maximum length.")
+flags.DEFINE_integer("num_workers", 0,
+                     "If > 0, process input files in parallel with this many processes, one "
+                     "output file per input file (file i seeded with random_seed + i).")
+
+
+def settings_from_flags():
+  return GenerationSettings(
+      vocab_file=FLAGS.vocab_file, spm_model_file=FLAGS.spm_model_file,
+      do_lower_case=FLAGS.do_lower_case, ngram=FLAGS.ngram,
+      favor_shorter_ngram=FLAGS.favor_shorter_ngram, dupe_factor=FLAGS.dupe_factor,
+      random_seed=FLAGS.random_seed,
+      instance=InstanceOptions(
+          max_seq_length=FLAGS.max_seq_length, short_seq_prob=FLAGS.short_seq_prob,
+          masked_lm_prob=FLAGS.masked_lm_prob,
+          max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+          do_whole_word_mask=FLAGS.do_whole_word_mask, do_permutation=FLAGS.do_permutation,
+          random_next_sentence=FLAGS.random_next_sentence))
+
+
+def main(argv):
+  del argv
+  input_files = expand_input_patterns(FLAGS.input_file)
+  output_files = default_output_files(input_files, FLAGS.output_file)
+  settings = settings_from_flags()
+  if FLAGS.max_seq_length < 5:
+    raise app.UsageError("--max_seq_length must be at least 5")
+  if FLAGS.num_workers > 0:
+    stats = generate_per_file(input_files, output_files, settings, FLAGS.num_workers)
+  else:
+    stats = generate(input_files, output_files, settings, Progress())
+  Progress().log(f"done: {stats}")
+
+
+if __name__ == "__main__":
+  flags.mark_flag_as_required("input_file")
+  flags.mark_flag_as_required("output_file")
+  app.run(main)

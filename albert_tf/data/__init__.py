@@ -1,0 +1,1 @@
+"""Pretraining data: instances (n-gram masking, sentence order), TFRecords, input pipelines."""

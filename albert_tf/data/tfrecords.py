@@ -1,0 +1,85 @@
+"""tf.train.Example encoding without protobuf objects, and TFRecord files written atomically."""
+
+import os
+import struct
+
+import tensorflow as tf
+
+
+def _varint(value):
+  if value < 0:
+    value += 1 << 64  # int64 varints encode negatives as 10-byte two's complement
+  out = bytearray()
+  while True:
+    byte = value & 0x7F
+    value >>= 7
+    if value:
+      out.append(byte | 0x80)
+    else:
+      out.append(byte)
+      return bytes(out)
+
+
+_SMALL_VARINTS = [_varint(i) for i in range(1 << 16)]
+
+
+def _packed_ints(values):
+  table = _SMALL_VARINTS
+  return b"".join(table[v] if 0 <= v < 65536 else _varint(v) for v in values)
+
+
+def _length_delimited(field_number, payload):
+  return _varint(field_number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def int64_feature(values):
+  """Serialized tf.train.Feature holding an Int64List."""
+  return _length_delimited(3, _length_delimited(1, _packed_ints(values)))
+
+
+def float_feature(values):
+  """Serialized tf.train.Feature holding a FloatList."""
+  return _length_delimited(2, _length_delimited(1, struct.pack(f"<{len(values)}f", *values)))
+
+
+def encode_example(features):
+  """Serialized tf.train.Example from {name: serialized Feature}, in the given order."""
+  entries = b"".join(
+      _length_delimited(1, _length_delimited(1, name.encode()) + _length_delimited(2, feature))
+      for name, feature in features.items())
+  return _length_delimited(1, entries)
+
+
+class AtomicTFRecordWriter:
+  """A TFRecordWriter that writes `<path>.tmp` and renames it to `path` only on success, so a
+  crash never leaves a half-written TFRecord under the final name."""
+
+  def __init__(self, path):
+    self.path = path
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    self._tmp = f"{path}.tmp-{os.getpid()}"
+    self._writer = tf.io.TFRecordWriter(self._tmp)
+    self.count = 0
+
+  def write(self, record):
+    self._writer.write(record)
+    self.count += 1
+
+  def close(self):
+    self._writer.close()
+    os.replace(self._tmp, self.path)
+
+  def abort(self):
+    self._writer.close()
+    if os.path.exists(self._tmp):
+      os.remove(self._tmp)
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, exc_type, exc, tb):
+    if exc_type is None:
+      self.close()
+    else:
+      self.abort()

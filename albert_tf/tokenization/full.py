@@ -1,0 +1,83 @@
+"""FullTokenizer: SentencePiece or WordPiece, with the original's behaviour under Python 3."""
+
+import os
+
+import sentencepiece as spm
+
+from albert_tf.tokenization.text import preprocess_text
+from albert_tf.tokenization.wordpiece import BasicTokenizer, WordpieceTokenizer, load_vocab
+
+SPIECE_UNDERLINE = "\u2581"
+
+
+def encode_pieces(sp_model, text, sample=False):
+  """SentencePiece pieces of `text`, with the original's re-split of pieces like "9,".
+
+  The original re-encodes a piece ending in digit + "," as the digits, then ",". Its attempt to
+  drop a spurious leading "▁" from that re-encoding compares str with bytes under Python 3 and
+  never fires; we reproduce that behaviour, as the released models were used with it.
+  """
+  pieces = sp_model.SampleEncodeAsPieces(text, 64, 0.1) if sample else sp_model.EncodeAsPieces(text)
+  out = []
+  for piece in pieces:
+    if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+      out.extend(sp_model.EncodeAsPieces(piece[:-1].replace(SPIECE_UNDERLINE, "")))
+      out.append(",")
+    else:
+      out.append(piece)
+  return out
+
+
+def encode_ids(sp_model, text, sample=False):
+  return [sp_model.PieceToId(p) for p in encode_pieces(sp_model, text, sample)]
+
+
+class FullTokenizer:
+  """End-to-end tokenization as the original's FullTokenizer.
+
+  With `spm_model_file`: preprocess_text (whitespace, NFKD, accents, lower-case when
+  do_lower_case), then SentencePiece pieces; the vocab is the model's pieces by id.
+  Without: the BERT basic tokenizer and WordPiece over `vocab_file`.
+  """
+
+  def __init__(self, vocab_file=None, do_lower_case=True, spm_model_file=None):
+    self.do_lower_case = do_lower_case
+    self.sp_model = None
+    if spm_model_file:
+      if not os.path.exists(spm_model_file):
+        raise FileNotFoundError(f"SentencePiece model not found: {spm_model_file}")
+      self.sp_model = spm.SentencePieceProcessor()
+      self.sp_model.Load(spm_model_file)
+      self.vocab = {self.sp_model.IdToPiece(i): i for i in range(self.sp_model.GetPieceSize())}
+    else:
+      if not vocab_file or not os.path.exists(vocab_file):
+        raise FileNotFoundError(f"vocab file not found: {vocab_file!r} (and no spm_model_file)")
+      self.vocab = load_vocab(vocab_file)
+      self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+      self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+    self.inv_vocab = {v: k for k, v in self.vocab.items()}
+
+  def preprocess(self, text):
+    """The text normalisation applied before SentencePiece (identity for WordPiece)."""
+    if self.sp_model:
+      return preprocess_text(text, lower=self.do_lower_case)
+    return text
+
+  def tokenize(self, text):
+    return self.tokenize_preprocessed(self.preprocess(text))
+
+  def tokenize_preprocessed(self, text):
+    if self.sp_model:
+      return encode_pieces(self.sp_model, text)
+    return [sub for token in self.basic_tokenizer.tokenize(text)
+            for sub in self.wordpiece_tokenizer.tokenize(token)]
+
+  def convert_tokens_to_ids(self, tokens):
+    if self.sp_model:
+      return [self.sp_model.PieceToId(t) for t in tokens]
+    return [self.vocab[t] for t in tokens]
+
+  def convert_ids_to_tokens(self, ids):
+    if self.sp_model:
+      return [self.sp_model.IdToPiece(int(i)) for i in ids]
+    return [self.inv_vocab[i] for i in ids]
