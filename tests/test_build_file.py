@@ -23,7 +23,7 @@ def _evaluate_build():
     return sorted(out - set(exclude))
 
   def rule(kind):
-    def define(name, srcs=(), data=(), deps=(), **_):
+    def define(name, srcs=(), data=(), deps=(), **_):  # other attributes are not checked
       assert name not in targets, f"duplicate target {name}"
       targets[name] = {"kind": kind, "srcs": list(srcs), "data": list(data), "deps": list(deps)}
     return define
