@@ -1,12 +1,28 @@
-"""albert_tf: ALBERT (Lan et al., 2020) in TensorFlow 2 / Keras 3, faithful to the original."""
+"""albert_tf: ALBERT (Lan et al., 2020) in TensorFlow 2 / Keras 3, faithful to the original.
 
+The model names are imported on first use, so that the data tools (tokenization,
+create_pretraining_data) run without loading TensorFlow.
+"""
+
+import importlib as _importlib
 import os as _os
 
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from albert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint  # noqa: E402
-from albert_tf.config import AlbertConfig  # noqa: E402
-from albert_tf.models import AlbertModel, AlbertPretrainer  # noqa: E402
+_LAZY = {
+    "AlbertConfig": "albert_tf.config",
+    "AlbertModel": "albert_tf.models",
+    "AlbertPretrainer": "albert_tf.models",
+    "load_original_checkpoint": "albert_tf.checkpoints",
+    "save_original_checkpoint": "albert_tf.checkpoints",
+}
 
-__all__ = ["AlbertConfig", "AlbertModel", "AlbertPretrainer", "load_original_checkpoint",
-           "save_original_checkpoint"]
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+  if name in _LAZY:
+    value = getattr(_importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+  raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
