@@ -13,6 +13,7 @@ _LAZY = {
     "AlbertConfig": "albert_tf.config",
     "AlbertModel": "albert_tf.models",
     "AlbertPretrainer": "albert_tf.models",
+    "load_checkpoint": "albert_tf.checkpoints",
     "load_original_checkpoint": "albert_tf.checkpoints",
     "save_original_checkpoint": "albert_tf.checkpoints",
 }

@@ -61,8 +61,9 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
 
   Training: files shuffled and repeated, read interleaved, records shuffled (buffer 100), batches
   of `batch_size` with drop_remainder. Eval: files in order, repeated. With an input_context
-  (tf.distribute), `batch_size` is global: each input pipeline reads its shard of the files (or
-  of the records, with fewer files than pipelines) and makes per-replica batches.
+  (tf.distribute), `batch_size` is global: each input pipeline reads its shard of the files (all
+  files, with fewer files than pipelines) and makes per-replica batches. A `seed` makes the
+  training order reproducible (and resumable exactly from a checkpointed iterator).
   With `dynamic` (a DynamicMasking), masks are drawn afresh from token_boundary every epoch.
   """
   if isinstance(input_files, str):
@@ -71,20 +72,19 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
     batch_size = input_context.get_per_replica_batch_size(batch_size)
   spec = feature_spec(max_seq_length, max_predictions_per_seq,
                       with_token_boundary=dynamic is not None)
-  shard_records = False
   if is_training:
     d = tf.data.Dataset.from_tensor_slices(tf.constant(input_files))
     if input_context is not None and input_context.num_input_pipelines > 1:
       if len(input_files) >= input_context.num_input_pipelines:
         d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-      else:
-        shard_records = True
+      elif seed is not None:
+        # Too few files to split: every pipeline reads them all, shuffled its own way (as the
+        # original's per-host input on TPU pods).
+        seed += input_context.input_pipeline_id
     d = d.repeat().shuffle(buffer_size=len(input_files), seed=seed)
     cycle_length = min(num_cpu_threads, len(input_files))
     d = d.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
                      num_parallel_calls=cycle_length, deterministic=seed is not None)
-    if shard_records:
-      d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     d = d.shuffle(buffer_size=100, seed=seed)
   else:
     d = tf.data.TFRecordDataset(input_files)

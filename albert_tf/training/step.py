@@ -25,7 +25,7 @@ def pretraining_gradients(model, features, training=True):
 
 
 def apply_update(model, optimizer, grads, learning_rate, clip_norm=1.0):
-  grads = clip_by_global_norm(grads, clip_norm)
+  grads = clip_by_global_norm(grads, clip_norm)  # measures embedding slices as the original
   return optimizer.apply_gradients(zip(grads, model.trainable_variables), learning_rate)
 
 

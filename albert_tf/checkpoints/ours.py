@@ -1,0 +1,54 @@
+"""Our own (object-based, tf.train.Checkpoint) checkpoints, and loading either layout."""
+
+import tensorflow as tf
+
+from albert_tf.checkpoints import original
+from albert_tf.models.encoder import AlbertModel
+from albert_tf.models.pretrainer import AlbertPretrainer
+
+_PARTS = [
+    (AlbertPretrainer, lambda m: {"encoder": m.encoder, "masked_lm": m.masked_lm,
+                                  "sentence_order": m.sentence_order}),
+    (AlbertModel, lambda m: {"encoder": m}),
+]
+
+
+def register(model_class, parts_fn):
+  """Adds the checkpoint parts of another model class (e.g. a classifier: encoder + head)."""
+  _PARTS.insert(0, (model_class, parts_fn))
+
+
+def model_parts(model):
+  """{name: trackable} under which a model's weights live in our checkpoints."""
+  for model_class, fn in _PARTS:
+    if isinstance(model, model_class):
+      return fn(model)
+  raise TypeError(f"no checkpoint layout is known for {type(model).__name__}")
+
+
+def is_original_layout(prefix):
+  """True for a TF1 name-based checkpoint (bert/..., cls/...), False for ours."""
+  names = [n for n, _ in tf.train.list_variables(prefix)]
+  if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
+    return False
+  return any(n.startswith("bert/") for n in names)
+
+
+def load_checkpoint(model, path, init_from_group0=False):
+  """Loads weights from a released/original TF1 checkpoint or one of ours into `model`.
+
+  `path` is a prefix or a directory (its latest checkpoint). The layout is detected. Only model
+  weights are read (no optimizer state). Returns a LoadReport for the original layout, or the
+  tf.train.Checkpoint load status for ours.
+  """
+  prefix = original.resolve_checkpoint_path(path)
+  if is_original_layout(prefix):
+    return original.load_original_checkpoint(model, prefix, init_from_group0=init_from_group0)
+  available = {n.split("/")[0] for n, _ in tf.train.list_variables(prefix)}
+  parts = model_parts(model)
+  missing = [name for name in parts if name not in available]
+  if "encoder" in missing:
+    raise KeyError(f"checkpoint {prefix} holds no encoder weights (found {sorted(available)})")
+  status = tf.train.Checkpoint(**{k: v for k, v in parts.items() if k not in missing}).read(prefix)
+  status.expect_partial()
+  return status

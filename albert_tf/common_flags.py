@@ -1,0 +1,42 @@
+"""Flags shared by the training binaries (defined once, as the original names them)."""
+
+from absl import flags
+
+from albert_tf.training.precision import POLICIES
+from albert_tf.training.strategy import STRATEGIES
+
+
+def define_run_flags():
+  """Checkpointing, TPU and device flags of the original binaries, plus strategy / precision."""
+  flags.DEFINE_integer("save_checkpoints_steps", 5000, "How often to save the model checkpoint.")
+  flags.DEFINE_integer("keep_checkpoint_max", 5, "How many checkpoints to keep.")
+  flags.DEFINE_integer("iterations_per_loop", 1000,
+                       "How many steps to make in each estimator call.")
+  flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+  flags.DEFINE_string(
+      "tpu_name", None,
+      "The Cloud TPU to use for training. This should be either the name used when creating the "
+      "Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.")
+  flags.DEFINE_string(
+      "tpu_zone", None,
+      "[Optional] GCE zone where the Cloud TPU is located in. If not specified, we will attempt "
+      "to automatically detect the GCE project from metadata.")
+  flags.DEFINE_string(
+      "gcp_project", None,
+      "[Optional] Project name for the Cloud TPU-enabled project. If not specified, we will "
+      "attempt to automatically detect the GCE project from metadata.")
+  flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
+  flags.DEFINE_integer("num_tpu_cores", 8,
+                       "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+  flags.DEFINE_enum("strategy", "auto", list(STRATEGIES),
+                    "Distribution: auto (tpu with --use_tpu, mirrored with several GPUs, else one "
+                    "device), one_device, mirrored, multi_worker_mirrored (reads TF_CONFIG), tpu.")
+  flags.DEFINE_enum("mixed_precision", "float32", list(POLICIES),
+                    "Compute precision; mixed_float16 uses dynamic loss scaling.")
+  flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
+  flags.DEFINE_integer("cpu_devices", 0,
+                       "If > 1, split the CPU into this many logical devices (to try "
+                       "--strategy=mirrored without accelerators).")
+  flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                       "Split each replica's batch into this many micro-batches and accumulate "
+                       "their gradients: the same update, less memory.")

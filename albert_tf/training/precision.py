@@ -1,0 +1,32 @@
+"""Mixed precision: the Keras policy, and dynamic loss scaling for float16."""
+
+import keras
+import tensorflow as tf
+
+POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+def set_policy(name):
+  if name not in POLICIES:
+    raise ValueError(f"unknown --mixed_precision {name!r}; choose one of {POLICIES}")
+  keras.mixed_precision.set_global_policy(name)
+
+
+class DynamicLossScale(tf.Module):
+  """Scales the loss for float16: halves on non-finite gradients (the update is skipped),
+  doubles after `growth_interval` finite steps."""
+
+  def __init__(self, initial_scale=2.0 ** 15, growth_interval=2000, name="loss_scale"):
+    super().__init__(name=name)
+    agg = tf.VariableAggregation.ONLY_FIRST_REPLICA
+    self.scale = tf.Variable(initial_scale, dtype=tf.float32, trainable=False, aggregation=agg)
+    self.good_steps = tf.Variable(0, dtype=tf.int64, trainable=False, aggregation=agg)
+    self.growth_interval = growth_interval
+
+  def update(self, grads_finite):
+    """Returns the ops adjusting the scale after a step whose gradients were (not) finite."""
+    grow = grads_finite & (self.good_steps + 1 >= self.growth_interval)
+    new_scale = tf.where(grads_finite, tf.where(grow, self.scale * 2.0, self.scale),
+                         tf.maximum(self.scale / 2.0, 1.0))
+    new_good = tf.where(grads_finite & ~grow, self.good_steps + 1, tf.zeros_like(self.good_steps))
+    return tf.group(self.scale.assign(new_scale), self.good_steps.assign(new_good))

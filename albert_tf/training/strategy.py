@@ -1,0 +1,67 @@
+"""tf.distribute strategy from the binaries' flags."""
+
+import json
+import os
+
+import tensorflow as tf
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def resolve_strategy_name(name, use_tpu=False):
+  """auto -> tpu with --use_tpu, mirrored with more than one GPU, else one_device."""
+  if name != "auto":
+    return name
+  if use_tpu:
+    return "tpu"
+  if len(tf.config.list_logical_devices("GPU")) > 1:
+    return "mirrored"
+  return "one_device"
+
+
+def split_cpu(num_devices):
+  """Makes `num_devices` logical CPU devices (before TensorFlow initialises its devices)."""
+  if num_devices > 1:
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices)
+
+
+def create_strategy(name="auto", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
+                    master=None, cpu_devices=0):
+  """Builds the strategy. multi_worker_mirrored reads TF_CONFIG; tpu connects to `tpu_name` (or
+  `master`)."""
+  split_cpu(cpu_devices)
+  name = resolve_strategy_name(name, use_tpu)
+  if name == "one_device":
+    gpus = tf.config.list_logical_devices("GPU")
+    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+  if name == "mirrored":
+    gpus = tf.config.list_logical_devices("GPU")
+    devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices)
+  if name == "multi_worker_mirrored":
+    if "TF_CONFIG" not in os.environ:
+      raise ValueError("--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable")
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if name == "tpu":
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  raise ValueError(f"unknown strategy {name!r}; choose one of {STRATEGIES}")
+
+
+def is_chief(strategy):
+  """Whether this worker writes checkpoints, summaries and results."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or isinstance(strategy, tf.distribute.TPUStrategy):
+    return True
+  task_type, task_id = resolver.task_type, resolver.task_id
+  if task_type is None:
+    return True
+  cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+  if "chief" in cluster:
+    return task_type == "chief"
+  return task_type == "worker" and task_id == 0
