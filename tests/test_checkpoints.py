@@ -93,3 +93,25 @@ def test_bad_paths(tmp_path):
     albert_tf.load_original_checkpoint(model, str(tmp_path / "model.ckpt-1"))
   with pytest.raises(FileNotFoundError, match="no checkpoint found in directory"):
     albert_tf.load_original_checkpoint(model, str(tmp_path))
+
+
+def test_our_checkpoints_hold_every_weight_and_load_into_encoder_or_pretrainer(tmp_path):
+  config = _fixture_config(num_hidden_groups=2, inner_group_num=2)
+  model = albert_tf.AlbertPretrainer(config)
+  parts = albert_tf.checkpoints.model_parts(model)
+  prefix = tf.train.Checkpoint(**parts).write(str(tmp_path / "ours"))
+  saved = [n for n, _ in tf.train.list_variables(prefix) if n.endswith("VARIABLE_VALUE")]
+  assert len(saved) == len(model.trainable_variables) == 80
+  assert not albert_tf.checkpoints.is_original_layout(prefix)
+
+  encoder = albert_tf.AlbertModel(config)
+  albert_tf.load_checkpoint(encoder, prefix)
+  pretrainer = albert_tf.AlbertPretrainer(config)
+  albert_tf.load_checkpoint(pretrainer, prefix)
+  source = layout.original_variable_map(model)
+  for target in (layout.original_variable_map(encoder), layout.original_variable_map(pretrainer)):
+    for name, var in target.items():
+      np.testing.assert_array_equal(var.numpy(), source[name].numpy(), err_msg=name)
+  # The original layout is detected too.
+  report = albert_tf.load_checkpoint(albert_tf.AlbertModel(_fixture_config()), FIXTURE_CKPT)
+  assert isinstance(report, albert_tf.checkpoints.LoadReport) and not report.missing

@@ -87,15 +87,24 @@ class SharedTransformer(keras.layers.Layer):
         intermediate_size=intermediate_size, hidden_act=hidden_act,
         initializer_range=initializer_range, hidden_dropout_rate=hidden_dropout_rate,
         attention_dropout_rate=attention_dropout_rate)
-    self.groups = [
-        [AttentionFFNBlock(**self.block_config, name=f"group_{g}_inner_group_{i}")
-         for i in range(inner_group_num)]
-        for g in range(num_hidden_groups)]
+    self.blocks = []
+    for g in range(num_hidden_groups):
+      for i in range(inner_group_num):
+        block = AttentionFFNBlock(**self.block_config, name=f"group_{g}_inner_group_{i}")
+        # An attribute each: tf.train.Checkpoint sees a Keras 3 layer's attributes, not layers
+        # held in lists.
+        setattr(self, f"group_{g}_inner_group_{i}", block)
+        self.blocks.append(block)
+
+  @property
+  def groups(self):
+    """groups[g][i]: block i of parameter group g."""
+    n = self.inner_group_num
+    return [self.blocks[g * n:(g + 1) * n] for g in range(self.num_hidden_groups)]
 
   def build(self, input_shape=None):
-    for group in self.groups:
-      for block in group:
-        block.build((None, None, self.block_config["hidden_size"]))
+    for block in self.blocks:
+      block.build((None, None, self.block_config["hidden_size"]))
     self.built = True
 
   def call(self, x, mask_adder, training=False):

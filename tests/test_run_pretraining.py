@@ -1,0 +1,207 @@
+"""run_pretraining against the original's 4 LAMB updates and eval metrics, on one device, two
+mirrored CPU devices, two worker processes, with accumulation, XLA, mixed precision, and after a
+SIGKILL."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import albert_tf
+from albert_tf.checkpoints.layout import original_variable_map
+from albert_tf.data.pipeline import pretraining_dataset
+from albert_tf.optimization import Lamb
+from albert_tf.training import pretraining
+from helpers import ORIGINAL_MODEL, REPO_ROOT
+
+CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
+FIXTURE_FLAGS = [
+    f"--input_file={os.path.join(ORIGINAL_MODEL, 'train.tfrecord')}",
+    f"--albert_config_file={CONFIG}",
+    f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}",
+    "--train_batch_size=2", "--max_seq_length=24", "--max_predictions_per_seq=5",
+    "--optimizer=lamb", "--learning_rate=0.01", "--num_train_steps=4", "--num_warmup_steps=2",
+    "--iterations_per_loop=2", "--save_checkpoints_steps=4"]
+
+
+def _run(flags, env=None, timeout=600, check=True):
+  cmd = [sys.executable, "-m", "albert_tf.run_pretraining"] + flags
+  result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
+  if check:
+    assert result.returncode == 0, result.stderr[-3000:]
+  return result
+
+
+def _assert_weights_equal_fixture_ckpt4(output_dir, atol=1e-5):
+  model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_json_file(CONFIG))
+  albert_tf.load_checkpoint(model, output_dir)
+  reader = tf.train.load_checkpoint(os.path.join(ORIGINAL_MODEL, "model.ckpt-4"))
+  for name, var in original_variable_map(model).items():
+    np.testing.assert_allclose(var.numpy(), reader.get_tensor(name), atol=atol, err_msg=name)
+
+
+def _logged_losses(stderr):
+  return [float(line.split(" loss ")[1].split()[0]) for line in stderr.splitlines()
+          if line.startswith("step ")]
+
+
+@pytest.mark.parametrize("extra", [[], ["--strategy=mirrored", "--cpu_devices=2"],
+                                   ["--gradient_accumulation_steps=2"], ["--jit_compile"]],
+                         ids=["one_device", "mirrored_2_cpus", "accumulation_2", "xla"])
+def test_four_updates_reproduce_the_original(extra, tmp_path):
+  result = _run(FIXTURE_FLAGS + [f"--output_dir={tmp_path}"] + extra)
+  if "--cpu_devices=2" in extra:
+    assert "MirroredStrategy with 2 replicas" in result.stderr
+  _assert_weights_equal_fixture_ckpt4(str(tmp_path))
+  assert os.path.exists(tmp_path / "model.ckpt-4.index")
+  assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path / "train"))
+
+
+def test_runner_losses_match_the_original_per_update():
+  strategy = tf.distribute.get_strategy()
+  config = albert_tf.AlbertConfig.from_json_file(CONFIG)
+  model = albert_tf.AlbertPretrainer(config)
+  runner = pretraining.PretrainingRunner(
+      strategy, model, Lamb(), pretraining.TrainSettings(
+          learning_rate=0.01, num_train_steps=4, num_warmup_steps=2,
+          gradient_accumulation_steps=2))
+  albert_tf.load_original_checkpoint(model, os.path.join(ORIGINAL_MODEL, "model.ckpt-0"))
+  iterator = iter(pretraining_dataset(os.path.join(ORIGINAL_MODEL, "train.tfrecord"), 24, 5, 2,
+                                      is_training=True))
+  losses = [runner.train_steps(iterator, 1)["loss"] for _ in range(4)]
+  expected = np.load(os.path.join(ORIGINAL_MODEL, "reference.npz"))["train_losses"][:4]
+  np.testing.assert_allclose(losses, expected, atol=1e-5)
+
+
+def test_eval_at_ckpt0_writes_the_original_metrics(tmp_path):
+  _run([f"--input_file={os.path.join(ORIGINAL_MODEL, 'eval.tfrecord')}",
+        f"--albert_config_file={CONFIG}", f"--output_dir={tmp_path}",
+        f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}", "--do_train=false",
+        "--do_eval", "--eval_batch_size=3", "--max_eval_steps=1", "--max_seq_length=24",
+        "--max_predictions_per_seq=5"])
+  with open(tmp_path / "eval_results.txt") as f:
+    written = dict(line.strip().split(" = ") for line in f)
+  with open(os.path.join(ORIGINAL_MODEL, "train_settings.json")) as f:
+    expected = json.load(f)["eval_metrics_at_ckpt_0"]
+  for key, value in expected.items():
+    assert abs(float(written[key]) - value) < 1e-5, key
+  assert written["global_step"] == "0"
+
+
+def _free_ports(n):
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+def test_multi_worker_mirrored_two_processes(tmp_path):
+  ports = _free_ports(2)
+  cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+  procs = []
+  for index in range(2):
+    env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
+                                                 "task": {"type": "worker", "index": index}}))
+    cmd = [sys.executable, "-m", "albert_tf.run_pretraining", f"--output_dir={tmp_path}",
+           "--strategy=multi_worker_mirrored"] + FIXTURE_FLAGS
+    procs.append(subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True))
+  outputs = [p.communicate(timeout=600) for p in procs]
+  for p, (_, err) in zip(procs, outputs):
+    assert p.returncode == 0, err[-3000:]
+  assert "with 2 replicas" in outputs[0][1] and "with 2 replicas" in outputs[1][1]
+  _assert_weights_equal_fixture_ckpt4(str(tmp_path))
+  assert not [f for f in os.listdir(tmp_path) if f.startswith(".worker")]
+
+
+def test_sigkill_after_a_checkpoint_then_resume_equals_uninterrupted(tmp_path):
+  flags = [f"--input_file={os.path.join(ORIGINAL_MODEL, 'eval.tfrecord')}",
+           f"--albert_config_file={CONFIG}", "--train_batch_size=2", "--max_seq_length=24",
+           "--max_predictions_per_seq=5", "--learning_rate=0.01", "--num_train_steps=6",
+           "--num_warmup_steps=1", "--save_checkpoints_steps=2", "--iterations_per_loop=1",
+           "--data_seed=11", f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}"]
+  straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+  _run(flags + [f"--output_dir={straight}"])
+
+  cmd = [sys.executable, "-m", "albert_tf.run_pretraining", f"--output_dir={interrupted}"] + flags
+  proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          env=dict(os.environ, ALBERT_TF_TEST_PAUSE_AFTER_SAVE="60"))
+  deadline = time.time() + 300
+  while not os.path.exists(interrupted / "model.ckpt-4.index"):
+    assert proc.poll() is None and time.time() < deadline, "run ended before its checkpoint"
+    time.sleep(0.2)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  assert not os.path.exists(interrupted / "model.ckpt-6.index")
+  resumed = _run(flags + [f"--output_dir={interrupted}"])
+  assert "resumed from" in resumed.stderr and "at step 4" in resumed.stderr
+
+  a = tf.train.load_checkpoint(str(straight / "model.ckpt-6"))
+  b = tf.train.load_checkpoint(str(interrupted / "model.ckpt-6"))
+  names = [n for n in a.get_variable_to_shape_map() if "VARIABLE_VALUE" in n]
+  assert len(names) > 30
+  for name in names:
+    np.testing.assert_array_equal(a.get_tensor(name), b.get_tensor(name), err_msg=name)
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_runs(policy, tmp_path):
+  result = _run([f"--input_file={os.path.join(ORIGINAL_MODEL, 'eval.tfrecord')}",
+                 f"--albert_config_file={CONFIG}", f"--output_dir={tmp_path}",
+                 "--train_batch_size=3", "--max_seq_length=24", "--max_predictions_per_seq=5",
+                 "--num_train_steps=3", "--num_warmup_steps=1", "--learning_rate=0.01",
+                 f"--mixed_precision={policy}", "--jit_compile", "--iterations_per_loop=1"])
+  losses = _logged_losses(result.stderr)
+  assert len(losses) == 3 and all(np.isfinite(losses))
+  assert abs(losses[0] - 7.5) < 0.3  # ~ln(1000) + ln(2), as in float32
+  assert os.path.exists(tmp_path / "model.ckpt-3.index")
+
+
+def test_bad_flags(tmp_path):
+  base = [f"--input_file={os.path.join(ORIGINAL_MODEL, 'eval.tfrecord')}",
+          f"--albert_config_file={CONFIG}", f"--output_dir={tmp_path}"]
+  r = _run(base + ["--max_seq_length=65"], check=False)
+  assert r.returncode != 0 and "max_position_embeddings" in r.stderr
+  r = _run(base + ["--max_seq_length=24", "--train_batch_size=3",
+                   "--gradient_accumulation_steps=2"], check=False)
+  assert r.returncode != 0 and "divisible" in r.stderr
+  r = _run(base[1:] + ["--input_file=/nonexistent/x.tfrecord", "--max_seq_length=24"],
+           check=False)
+  assert r.returncode != 0 and "input file not found" in r.stderr
+
+
+class _NanRunner:
+  global_step = tf.Variable(0, dtype=tf.int64)
+
+  def train_steps(self, iterator, steps):
+    self.global_step.assign_add(steps)
+    return {"loss": float("nan"), "mlm_nll_sum": 0.0, "mlm_correct": 0.0, "mlm_weight": 1.0,
+            "sop_nll_sum": 0.0, "sop_correct": 0.0, "examples": 1.0, "learning_rate": 0.1}
+
+
+def test_nan_loss_stops_without_saving():
+  saved = []
+
+  class Manager:
+    latest_checkpoint = "out/model.ckpt-2"
+
+    def save(self, checkpoint_number):
+      saved.append(checkpoint_number)
+
+  settings = pretraining.TrainSettings(num_train_steps=10, save_checkpoints_steps=2,
+                                       iterations_per_loop=2)
+  with pytest.raises(pretraining.NonFiniteLossError, match="model.ckpt-2"):
+    pretraining.run_training(_NanRunner(), lambda step: None, Manager(), settings,
+                             log=lambda m: None)
+  assert saved == []
