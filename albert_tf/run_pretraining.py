@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
 
 from albert_tf import common_flags
 
@@ -61,7 +61,6 @@ common_flags.define_run_flags()
 
 
 def _log(message):
-  logging.info(message)
   print(message, file=sys.stderr, flush=True)
 
 
@@ -111,7 +110,7 @@ def main(argv):
   # Non-chief workers of a multi-worker run must save too (collectively), but elsewhere.
   model_dir = FLAGS.output_dir if chief else os.path.join(
       FLAGS.output_dir, f".worker_{strategy.cluster_resolver.task_id}")
-  _log(f"strategy {type(strategy).__name__} with {replicas} replicas; input files "
+  _log(f"strategy {strategies.describe(strategy)} with {replicas} replicas; input files "
        f"{input_files}")
 
   settings = pretraining.TrainSettings(

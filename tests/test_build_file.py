@@ -30,7 +30,8 @@ def _evaluate_build():
 
   env = {"load": lambda *a, **k: None, "package": lambda **k: None, "glob": glob,
          "requirement": lambda name: f"@pip//{name}", "py_library": rule("py_library"),
-         "py_binary": rule("py_binary"), "py_test": rule("py_test")}
+         "py_binary": rule("py_binary"), "py_test": rule("py_test"),
+         "sh_binary": rule("sh_binary")}
   with open(os.path.join(REPO_ROOT, "BUILD")) as f:
     exec(compile(f.read(), "BUILD", "exec"), env)  # pylint: disable=exec-used
   return targets
@@ -54,7 +55,7 @@ def test_every_module_and_test_has_a_target(targets):
     assert (module, "py_library") in covered, f"{module} is in no py_library"
   for test in _tracked_python("tests/test_*.py"):
     assert (test, "py_test") in covered, f"{test} is in no py_test"
-  for tool in _tracked_python("tools/*.py"):
+  for tool in _tracked_python("tools/*.py") + _tracked_python("tools/*.sh"):
     assert tool in sources, f"{tool} is in no target"
   binaries = [m for m in _tracked_python("albert_tf/*.py")
               if "app.run(" in open(os.path.join(REPO_ROOT, m)).read()]
@@ -65,7 +66,10 @@ def test_every_module_and_test_has_a_target(targets):
 def test_named_files_exist(targets):
   for name, target in targets.items():
     for path in target["srcs"] + target["data"]:
-      assert os.path.exists(os.path.join(REPO_ROOT, path)), f"{name} names missing {path}"
+      if path.startswith(":"):
+        assert path[1:] in targets, f"{name} names unknown target {path}"
+      else:
+        assert os.path.exists(os.path.join(REPO_ROOT, path)), f"{name} names missing {path}"
 
 
 def test_deps_resolve(targets):

@@ -98,7 +98,7 @@ def test_pooled_logits_layout_and_config():
   x = np.arange(10, dtype=np.float32).reshape(2, 5)
   np.testing.assert_allclose(head(tf.constant(x)).numpy(),
                              x @ head.output_weights.numpy().T + head.output_bias.numpy(),
-                             rtol=1e-6)
+                             rtol=1e-5, atol=1e-6)
   clone = layers.PooledLogits.from_config(head.get_config())
   assert clone.num_classes == 3 and clone.hidden_size == 5
 

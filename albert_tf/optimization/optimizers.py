@@ -91,17 +91,20 @@ class AdamWeightDecay(tf.Module):
     return tf.group(param.assign_sub(tf.cast(step, param.dtype)), m.assign(next_m),
                     v.assign(next_v))
 
-  def apply_gradients(self, grads_and_vars, learning_rate):
+  def apply_gradients(self, grads_and_vars, learning_rate, distributed=None):
     """Applies one update. Gradients must already be reduced across replicas and clipped.
 
     Works in a plain context or inside strategy.run (the update then runs once per variable
-    copy, in cross-replica context).
+    copy, in cross-replica context). distributed=False applies directly, for a single replica
+    whose step is compiled whole; None decides from the context.
     """
     grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
-    if tf.distribute.has_strategy() and tf.distribute.in_cross_replica_context() is False:
+    if distributed is None:
+      distributed = tf.distribute.has_strategy()
+    if distributed and not tf.distribute.in_cross_replica_context():
       return tf.distribute.get_replica_context().merge_call(
           self._distributed_apply, args=(grads_and_vars, learning_rate))
-    if tf.distribute.has_strategy():
+    if distributed:
       return self._distributed_apply(tf.distribute.get_strategy(), grads_and_vars,
                                      learning_rate)
     ops = []

@@ -91,6 +91,8 @@ class PretrainingRunner:
       optimizer.build(model.trainable_variables, names)
     self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=settings.jit_compile,
                                     reduce_retracing=True)
+    self._fused_step = tf.function(lambda features: self._step_body(features, distributed=False),
+                                   jit_compile=settings.jit_compile)
     self._train_loop = tf.function(self._train_loop_impl)
     self._eval_loop = tf.function(self._eval_loop_impl)
 
@@ -116,26 +118,34 @@ class PretrainingRunner:
     return grads, sums
 
   def _replica_step(self, features):
+    if self.strategy.num_replicas_in_sync == 1:
+      return self._fused_step(features)
+    return self._step_body(features, distributed=True)
+
+  def _step_body(self, features, distributed):
+    """One update. Distributed: gradients are all-reduced and the optimizer updates every copy
+    (outside XLA, which compiles the forward/backward only). Single replica: the whole step,
+    optimizer included, is one function (XLA-compiled with jit_compile)."""
     ctx = tf.distribute.get_replica_context()
+    reduce = (lambda v: ctx.all_reduce(SUM, v)) if distributed else (lambda v: v)
+    micro_grads = self._micro_grads if distributed else self._micro_grads_impl
     k = self.settings.gradient_accumulation_steps
-    weight_total = ctx.all_reduce(SUM, tf.reduce_sum(tf.cast(features["masked_lm_weights"],
-                                                             tf.float32)))
-    example_total = ctx.all_reduce(SUM, tf.cast(tf.shape(features["input_ids"])[0], tf.float32))
+    weight_total = reduce(tf.reduce_sum(tf.cast(features["masked_lm_weights"], tf.float32)))
+    example_total = reduce(tf.cast(tf.shape(features["input_ids"])[0], tf.float32))
     variables = self.model.trainable_variables
     if k == 1:
-      grads, sums = self._micro_grads(features, weight_total, example_total)
+      grads, sums = micro_grads(features, weight_total, example_total)
     else:
       micro = {name: tf.reshape(v, tf.concat([[k, -1], tf.shape(v)[1:]], 0))
                for name, v in features.items()}
       grads = [tf.zeros(v.shape, tf.float32) for v in variables]
       sums = None
       for i in range(k):
-        g, s = self._micro_grads({n: v[i] for n, v in micro.items()}, weight_total,
-                                 example_total)
+        g, s = micro_grads({n: v[i] for n, v in micro.items()}, weight_total, example_total)
         grads = [a + b for a, b in zip(grads, g)]
         sums = s if sums is None else {n: sums[n] + s[n] for n in s}
-    grads = ctx.all_reduce(SUM, grads)
-    sparse_sq = ctx.all_reduce(SUM, sums.pop("sparse_sq"))
+    grads = reduce(grads)
+    sparse_sq = reduce(sums.pop("sparse_sq"))
     if self.loss_scale is not None:
       scale = self.loss_scale.scale
       grads = [g / scale for g in grads]
@@ -152,7 +162,7 @@ class PretrainingRunner:
     s = self.settings
     lr = learning_rate_at(self.global_step, s.learning_rate, s.num_train_steps,
                           s.num_warmup_steps, s.poly_power, s.start_warmup_step)
-    self.optimizer.apply_gradients(zip(grads, variables), lr * lr_gate)
+    self.optimizer.apply_gradients(zip(grads, variables), lr * lr_gate, distributed=distributed)
     self.global_step.assign_add(1)
     sums["learning_rate"] = lr / float(ctx.num_replicas_in_sync)  # summed back to lr
     return sums
@@ -232,7 +242,7 @@ def run_training(runner, make_iterator, manager, settings, log, summary_writer=N
     log(f"step {step}/{total} loss {values['loss']:.4f} mlm_loss {metrics['masked_lm_loss']:.4f} "
         f"mlm_acc {metrics['masked_lm_accuracy']:.4f} sop_acc "
         f"{metrics['sentence_order_accuracy']:.4f} lr {values['learning_rate']:.3g} "
-        f"{steps_per_sec:.2f} steps/s ETA {eta:.0f}s")
+        f"{steps_per_sec:.3f} steps/s ({1 / steps_per_sec:.3f} s/step) ETA {eta:.0f}s")
     if summary_writer is not None:
       scalars = dict(metrics, loss=values["loss"], learning_rate=values["learning_rate"],
                      steps_per_second=steps_per_sec)
