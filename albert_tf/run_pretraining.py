@@ -57,6 +57,8 @@ flags.DEFINE_integer("data_seed", None,
                      "Seed of the training input order (default: unseeded, as the original). "
                      "A seeded input restarts at every checkpoint with seed data_seed + step, so "
                      "an interrupted run resumes exactly as if it had not stopped.")
+flags.DEFINE_integer("random_seed", None,
+                     "Seed of the weight initialisation and dropout (default: unseeded).")
 common_flags.define_run_flags()
 
 
@@ -96,6 +98,9 @@ def main(argv):
                          f"max_position_embeddings ({config.max_position_embeddings})")
   input_files = expand_files(FLAGS.input_file)
   precision.set_policy(FLAGS.mixed_precision)
+  if FLAGS.random_seed is not None:
+    import keras  # pylint: disable=import-outside-toplevel
+    keras.utils.set_random_seed(FLAGS.random_seed)
   strategy = strategies.create_strategy(FLAGS.strategy, FLAGS.use_tpu, FLAGS.tpu_name,
                                         FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.master,
                                         FLAGS.cpu_devices)

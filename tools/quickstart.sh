@@ -40,7 +40,7 @@ mv "$WORK/model/eval_results.txt" "$WORK/eval_results_step0.txt"
 python3 -m albert_tf.run_pretraining "${common[@]}" --input_file="$WORK/train.tfrecord" \
   --train_batch_size=64 --optimizer=lamb --learning_rate=0.005 --num_train_steps="$STEPS" \
   --num_warmup_steps=40 --save_checkpoints_steps=200 --iterations_per_loop=50 --jit_compile \
-  --data_seed=1
+  --data_seed=1 --random_seed=1
 
 echo "== 4/4 evaluate on held-out documents"
 python3 -m albert_tf.run_pretraining "${common[@]}" --input_file="$WORK/eval.tfrecord" \

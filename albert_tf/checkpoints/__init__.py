@@ -3,4 +3,5 @@
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.checkpoints.original import (LoadReport, load_original_checkpoint,
                                             resolve_checkpoint_path, save_original_checkpoint)
-from albert_tf.checkpoints.ours import is_original_layout, load_checkpoint, model_parts
+from albert_tf.checkpoints.ours import (checkpoint_global_step, is_original_layout,
+                                        load_checkpoint, model_parts)

@@ -34,6 +34,15 @@ def is_original_layout(prefix):
   return any(n.startswith("bert/") for n in names)
 
 
+def checkpoint_global_step(path):
+  """The global step stored in a checkpoint of either layout (0 when it holds none)."""
+  reader = tf.train.load_checkpoint(original.resolve_checkpoint_path(path))
+  for name in ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"):
+    if reader.has_tensor(name):
+      return int(reader.get_tensor(name))
+  return 0
+
+
 def load_checkpoint(model, path, init_from_group0=False):
   """Loads weights from a released/original TF1 checkpoint or one of ours into `model`.
 

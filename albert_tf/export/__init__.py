@@ -1,0 +1,1 @@
+"""Exports: the released checkpoint layout, and SavedModels with serving signatures."""

@@ -1,0 +1,47 @@
+"""Exports a checkpoint (ours or the original layout) as a released-style ALBERT directory.
+
+  python -m albert_tf.export_checkpoints --albert_config_file=model/albert_config.json \
+      --init_checkpoint=model --spm_model_file=30k-clean.model --export_path=albert_mine
+
+Writes albert_config.json, model.ckpt-best.* (original variable names, no optimizer state) and the
+SentencePiece model. The original's --albert_directory / --checkpoint_name form works too.
+"""
+
+import os
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("albert_directory", None,
+                    "A directory with albert_config.json and the checkpoint (the original's "
+                    "form); or give --albert_config_file and --init_checkpoint.")
+flags.DEFINE_string("checkpoint_name", "model.ckpt-best",
+                    "Name of the checkpoint under albert_directory to be exported.")
+flags.DEFINE_string("albert_config_file", None, "The model's albert_config.json.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Checkpoint to export: a prefix or a directory, ours or the original layout.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model to ship with the export.")
+flags.DEFINE_bool("do_lower_case", True, "Kept for compatibility with the original's flags.")
+flags.DEFINE_string("export_path", None, "The directory to write.")
+
+
+def main(argv):
+  del argv
+  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.released import export_released_layout  # pylint: disable=import-outside-toplevel
+  if FLAGS.albert_directory:
+    config_file = os.path.join(FLAGS.albert_directory, "albert_config.json")
+    checkpoint = os.path.join(FLAGS.albert_directory, FLAGS.checkpoint_name)
+  else:
+    if not FLAGS.albert_config_file or not FLAGS.init_checkpoint:
+      raise app.UsageError("give --albert_directory, or --albert_config_file and "
+                           "--init_checkpoint")
+    config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
+  prefix = export_released_layout(AlbertConfig.from_json_file(config_file), checkpoint,
+                                  FLAGS.export_path, FLAGS.spm_model_file)
+  print(f"exported {prefix}")
+
+
+if __name__ == "__main__":
+  flags.mark_flag_as_required("export_path")
+  app.run(main)
