@@ -11,11 +11,17 @@ from helpers import ORIGINAL_MODEL, REPO_ROOT
 def test_benchmark_reports_each_mode():
   cmd = [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark.py"),
          f"--config={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}", "--batch_size=2",
-         "--seq_length=16", "--num_predictions=3", "--mode=all", "--steps=2", "--warmup_steps=1"]
+         "--seq_length=16", "--num_predictions=3", "--mode=all", "--steps=2", "--warmup_steps=1",
+         "--serving_requests=6", "--serving_batch_size=4"]
   result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
   lines = [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
-  assert [l["mode"] for l in lines] == ["forward", "train"]
-  for line in lines:
+  assert [l["mode"] for l in lines] == ["forward", "train"] + ["serving"] * 4
+  serving = lines[2:]
+  assert [(l["signature"], l["batch_size"]) for l in serving] == [
+      ("text", 1), ("tokens", 1), ("text", 4), ("tokens", 4)]
+  for line in serving:
+    assert 0 < line["p50_ms"] <= line["p99_ms"] and line["examples_per_second"] > 0
+  for line in lines[:2]:
     assert line["seconds_per_step"] > 0 and line["peak_rss_mb"] > 0
     assert abs(line["examples_per_second"] - 2 / line["seconds_per_step"]) < 0.05 * line[
         "examples_per_second"] + 0.01

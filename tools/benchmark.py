@@ -29,7 +29,16 @@ flags.DEFINE_string("config", "base", "Preset name or path to an albert_config.j
 flags.DEFINE_integer("batch_size", 8, "Examples per step.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
 flags.DEFINE_integer("num_predictions", 20, "Masked-LM predictions per example.")
-flags.DEFINE_enum("mode", "all", ["forward", "train", "all"], "What to time.")
+flags.DEFINE_enum("mode", "all", ["forward", "train", "serving", "all"],
+                  "What to time: forward, train, serving (an exported SavedModel's text and "
+                  "tokens signatures), or all of them.")
+flags.DEFINE_string("spm_model_file",
+                    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                 "tests", "testdata", "original_pretraining_data",
+                                 "30k-clean-tiny.model"),
+                    "SentencePiece model for the serving export.")
+flags.DEFINE_integer("serving_requests", 30, "Timed requests per serving measurement.")
+flags.DEFINE_integer("serving_batch_size", 32, "Batch of the serving throughput measurement.")
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps first (tracing, compilation).")
 flags.DEFINE_integer("steps", 5, "Timed steps.")
 flags.DEFINE_enum("optimizer", "lamb", ["lamb", "adamw"], "Optimizer of the training step.")
@@ -86,6 +95,56 @@ def report(mode, seconds, batch_size, **extra):
   return line
 
 
+def _percentile(values, q):
+  return float(np.percentile(np.asarray(values) * 1000.0, q))
+
+
+def benchmark_serving(model, seq_length, batch_sizes, requests, warmup):
+  """Exports `model` as a SavedModel, loads it as TF Serving would, and times its text and tokens
+  signatures: latency percentiles and examples/s per batch size."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  import tempfile  # pylint: disable=import-outside-toplevel
+  from albert_tf.export import served_model  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.saved_model import ServingModule, export_saved_model  # pylint: disable=import-outside-toplevel
+  base = tempfile.mkdtemp(prefix="albert_serving_bench_")
+  try:
+    module = ServingModule(model, FLAGS.spm_model_file, True, seq_length)
+    export_saved_model(module, base, 1)
+    served = served_model.load_served_model(base)
+    words = "the quick brown fox jumps over the lazy dog while 1,234 people watch".split()
+    text = " ".join(words[i % len(words)] for i in range(seq_length * 2))
+    rng = np.random.default_rng(0)
+    lines = []
+    for batch in batch_sizes:
+      requests_by_signature = {
+          "text": ("serving_default", {"text": tf.constant([text] * batch)}),
+          "tokens": ("tokens", {
+              "input_ids": tf.constant(rng.integers(5, 900, (batch, seq_length)), tf.int32),
+              "input_mask": tf.ones((batch, seq_length), tf.int32),
+              "segment_ids": tf.zeros((batch, seq_length), tf.int32)}),
+      }
+      for label, (signature, inputs) in requests_by_signature.items():
+        fn = served.signatures[signature]
+        for _ in range(warmup):
+          _block(fn(**inputs))
+        times = []
+        n = requests if batch == 1 else max(3, requests // 6)
+        for _ in range(n):
+          start = time.perf_counter()
+          _block(fn(**inputs))
+          times.append(time.perf_counter() - start)
+        line = {"mode": "serving", "signature": label, "batch_size": batch,
+                "seq_length": seq_length, "p50_ms": round(_percentile(times, 50), 2),
+                "p99_ms": round(_percentile(times, 99), 2),
+                "examples_per_second": round(batch * len(times) / sum(times), 2),
+                "peak_rss_mb": round(peak_rss_mb(), 1), "requests": n}
+        print(json.dumps(line), flush=True)
+        lines.append(line)
+    return lines
+  finally:
+    shutil.rmtree(base, ignore_errors=True)
+
+
 def main(_):
   config = _config()
   model = albert_tf.AlbertPretrainer(config)
@@ -110,6 +169,9 @@ def main(_):
 
     seconds = time_steps(lambda: train(batch), FLAGS.warmup_steps, FLAGS.steps)
     report("train", seconds, optimizer=FLAGS.optimizer, **common)
+  if FLAGS.mode in ("serving", "all"):
+    benchmark_serving(model, FLAGS.seq_length, [1, FLAGS.serving_batch_size],
+                      FLAGS.serving_requests, FLAGS.warmup_steps)
 
 
 if __name__ == "__main__":
