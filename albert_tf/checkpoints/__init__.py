@@ -1,7 +1,6 @@
 """Checkpoints: the original layout both ways, our own, and loading either."""
 
-from albert_tf.checkpoints.layout import original_variable_map
+from albert_tf.checkpoints.layout import model_parts, original_variable_map
 from albert_tf.checkpoints.original import (LoadReport, load_original_checkpoint,
                                             resolve_checkpoint_path, save_original_checkpoint)
-from albert_tf.checkpoints.ours import (checkpoint_global_step, is_original_layout,
-                                        load_checkpoint, model_parts)
+from albert_tf.checkpoints.ours import checkpoint_global_step, is_original_layout, load_checkpoint

@@ -61,20 +61,39 @@ def pretrainer_variables(pretrainer):
   return names
 
 
-_BUILDERS = [(AlbertPretrainer, pretrainer_variables), (AlbertModel, encoder_variables)]
+def _pretrainer_parts(model):
+  return {"encoder": model.encoder, "masked_lm": model.masked_lm,
+          "sentence_order": model.sentence_order}
 
 
-def register(model_class, builder):
-  """Adds the name map of another model class (classifier, span labeller, ...)."""
-  _BUILDERS.insert(0, (model_class, builder))
+# Per model class: its {original name: variable} map, and the parts under which our own
+# (object-based) checkpoints hold it. Most specific class first.
+_LAYOUTS = [
+    (AlbertPretrainer, pretrainer_variables, _pretrainer_parts),
+    (AlbertModel, encoder_variables, lambda model: {"encoder": model}),
+]
+
+
+def register(model_class, variables_fn, parts_fn):
+  """Adds the layouts of another model class (classifier, span labeller, ...)."""
+  _LAYOUTS.insert(0, (model_class, variables_fn, parts_fn))
+
+
+def _layout(model):
+  for model_class, variables_fn, parts_fn in _LAYOUTS:
+    if isinstance(model, model_class):
+      return variables_fn, parts_fn
+  raise TypeError(f"no checkpoint layout is known for {type(model).__name__}")
 
 
 def original_variable_map(model):
   """{original TF1 name: variable} of any supported model."""
-  for model_class, builder in _BUILDERS:
-    if isinstance(model, model_class):
-      return builder(model)
-  raise TypeError(f"no original variable layout is known for {type(model).__name__}")
+  return _layout(model)[0](model)
+
+
+def model_parts(model):
+  """{name: trackable} under which a model's weights live in our own checkpoints."""
+  return _layout(model)[1](model)
 
 
 def is_encoder_name(name):

@@ -3,27 +3,7 @@
 import tensorflow as tf
 
 from albert_tf.checkpoints import original
-from albert_tf.models.encoder import AlbertModel
-from albert_tf.models.pretrainer import AlbertPretrainer
-
-_PARTS = [
-    (AlbertPretrainer, lambda m: {"encoder": m.encoder, "masked_lm": m.masked_lm,
-                                  "sentence_order": m.sentence_order}),
-    (AlbertModel, lambda m: {"encoder": m}),
-]
-
-
-def register(model_class, parts_fn):
-  """Adds the checkpoint parts of another model class (e.g. a classifier: encoder + head)."""
-  _PARTS.insert(0, (model_class, parts_fn))
-
-
-def model_parts(model):
-  """{name: trackable} under which a model's weights live in our checkpoints."""
-  for model_class, fn in _PARTS:
-    if isinstance(model, model_class):
-      return fn(model)
-  raise TypeError(f"no checkpoint layout is known for {type(model).__name__}")
+from albert_tf.checkpoints.layout import model_parts
 
 
 def is_original_layout(prefix):

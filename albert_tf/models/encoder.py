@@ -1,14 +1,13 @@
 """AlbertModel: the ALBERT encoder (the original's `bert/` scope)."""
 
-import keras
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
 from albert_tf.layers import AlbertEmbeddings, Dense, Pooler, SharedTransformer
 from albert_tf.layers import attention_mask_adder
+from albert_tf.models.base import ConfiguredModel
 
 
-class AlbertModel(keras.Model):
+class AlbertModel(ConfiguredModel):
   """The ALBERT encoder: factorized embeddings, optional E -> H projection, shared transformer,
   pooler.
 
@@ -21,11 +20,8 @@ class AlbertModel(keras.Model):
 
   def __init__(self, config, **kwargs):
     kwargs.setdefault("name", "albert")
-    super().__init__(**kwargs)
-    if isinstance(config, dict):
-      config = AlbertConfig.from_dict(config)
-    self.config = config
-    c = config
+    super().__init__(config, **kwargs)
+    c = self.config
     self.embeddings = AlbertEmbeddings(
         c.vocab_size, c.embedding_size, c.type_vocab_size, c.max_position_embeddings,
         c.initializer_range, c.hidden_dropout_prob, name="embeddings")
@@ -49,9 +45,6 @@ class AlbertModel(keras.Model):
       self.embedding_projection.build((None, None, c.embedding_size))
     self.transformer.build()
     self.pooler.build()
-    self.built = True
-
-  def build(self, input_shape=None):
     self.built = True
 
   def call(self, inputs, training=False):
@@ -80,10 +73,3 @@ class AlbertModel(keras.Model):
   def embedding_table(self):
     """The word-embedding table [vocab_size, E], shared with the MLM output layer."""
     return self.embeddings.word_embeddings
-
-  def get_config(self):
-    return {"config": self.config.to_dict(), "name": self.name}
-
-  @classmethod
-  def from_config(cls, config):
-    return cls(**config)

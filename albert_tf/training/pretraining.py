@@ -15,7 +15,7 @@ import time
 import tensorflow as tf
 
 from albert_tf.checkpoints.layout import original_variable_map
-from albert_tf.checkpoints.ours import model_parts
+from albert_tf.checkpoints.layout import model_parts
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
 from albert_tf.training import summaries
 
