@@ -156,8 +156,13 @@ def main(argv):
   if FLAGS.do_train:
     writer = tf.summary.create_file_writer(os.path.join(model_dir, "train")) if chief else None
     pretraining.install_sigterm_handler(_log)
-    pretraining.run_training(runner, train_iterator, manager, settings, _log, writer,
-                             examples_per_step=FLAGS.train_batch_size)
+    try:
+      pretraining.run_training(runner, train_iterator, manager, settings, _log, writer,
+                               examples_per_step=FLAGS.train_batch_size)
+    except tf.errors.DataLossError as e:
+      raise RuntimeError(
+          f"corrupt TFRecord data in {input_files} ({e.message}); regenerate the file with "
+          f"create_pretraining_data. The last checkpoint is {manager.latest_checkpoint}") from e
 
   if FLAGS.do_eval:
     result = runner.evaluate(iterator(False, FLAGS.eval_batch_size), FLAGS.max_eval_steps)

@@ -181,6 +181,18 @@ def test_bad_flags(tmp_path):
   assert r.returncode != 0 and "input file not found" in r.stderr
 
 
+def test_corrupt_tfrecord_is_a_clear_error(tmp_path):
+  with open(os.path.join(ORIGINAL_MODEL, "eval.tfrecord"), "rb") as f:
+    data = bytearray(f.read())
+  data[40] ^= 0xFF  # inside the first record: its data CRC no longer matches
+  corrupt = tmp_path / "corrupt.tfrecord"
+  corrupt.write_bytes(bytes(data))
+  r = _run([f"--input_file={corrupt}", f"--albert_config_file={CONFIG}",
+            f"--output_dir={tmp_path / 'out'}", "--train_batch_size=2", "--max_seq_length=24",
+            "--max_predictions_per_seq=5", "--num_train_steps=2"], check=False)
+  assert r.returncode != 0 and "corrupt TFRecord data" in r.stderr and "corrupt.tfrecord" in r.stderr
+
+
 class _NanRunner:
   global_step = tf.Variable(0, dtype=tf.int64)
 
