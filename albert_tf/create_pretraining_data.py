@@ -10,7 +10,7 @@ random_seed + i.
 
 from absl import app, flags
 
-from albert_tf.data.corpus import expand_input_patterns
+from albert_tf.data.files import expand_input_patterns
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_data import (GenerationSettings, Progress, default_output_files,
                                              generate, generate_per_file)

@@ -85,7 +85,8 @@ def main(argv):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import load_checkpoint  # pylint: disable=import-outside-toplevel
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
-  from albert_tf.data.pipeline import expand_files, pretraining_dataset  # pylint: disable=import-outside-toplevel
+  from albert_tf.data.files import expand_input_patterns  # pylint: disable=import-outside-toplevel
+  from albert_tf.data.pipeline import pretraining_dataset  # pylint: disable=import-outside-toplevel
   from albert_tf.models import AlbertPretrainer  # pylint: disable=import-outside-toplevel
   from albert_tf.optimization import create_optimizer  # pylint: disable=import-outside-toplevel
   from albert_tf.training import pretraining, precision, strategy as strategies  # pylint: disable=import-outside-toplevel
@@ -96,7 +97,7 @@ def main(argv):
   if FLAGS.max_seq_length > config.max_position_embeddings:
     raise app.UsageError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the config's "
                          f"max_position_embeddings ({config.max_position_embeddings})")
-  input_files = expand_files(FLAGS.input_file)
+  input_files = expand_input_patterns(FLAGS.input_file)
   precision.set_policy(FLAGS.mixed_precision)
   if FLAGS.random_seed is not None:
     import keras  # pylint: disable=import-outside-toplevel

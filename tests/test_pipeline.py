@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import dynamic_masking
-from albert_tf.data.pipeline import DynamicMasking, expand_files, pretraining_dataset
+from albert_tf.data.files import expand_input_patterns
+from albert_tf.data.pipeline import DynamicMasking, pretraining_dataset
 from helpers import ORIGINAL_MODEL, TESTDATA
 from tfrecord_utils import read_examples
 
@@ -41,7 +42,7 @@ def test_training_pipeline_shapes_and_coverage():
 
 def test_missing_input_files():
   with pytest.raises(FileNotFoundError, match="input file not found"):
-    expand_files("/nonexistent/*.tfrecord")
+    expand_input_patterns("/nonexistent/*.tfrecord")
 
 
 def _word_runs(masked_words):

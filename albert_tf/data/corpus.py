@@ -1,24 +1,9 @@
 """Reading a raw-text corpus (one sentence per line, blank lines between documents) into
 tokenized documents, as the original reads it, with clear errors for bad input."""
 
-import glob
-import os
 
 from albert_tf.data.instances import Sentence
 from albert_tf.data.masking import is_start_piece_sp, is_start_piece_wordpiece
-
-
-def expand_input_patterns(patterns):
-  """Comma-separated globs -> file list (each pattern's matches sorted); errors on no match."""
-  files = []
-  for pattern in [p for p in patterns.split(",") if p]:
-    matches = sorted(glob.glob(pattern))
-    if not matches:
-      raise FileNotFoundError(f"input file not found: {pattern}")
-    files.extend(m for m in matches if os.path.isfile(m))
-  if not files:
-    raise FileNotFoundError(f"no input files match {patterns!r}")
-  return files
 
 
 class CorpusReader:

@@ -1,22 +1,11 @@
 """tf.data input pipelines for pretraining, as the original's input_fn (plus dynamic masking)."""
 
 import dataclasses
-import glob
 
 import tensorflow as tf
 
 from albert_tf.data import dynamic_masking
-
-
-def expand_files(input_file):
-  """Comma-separated files or globs -> sorted file list; a clear error if nothing matches."""
-  files = []
-  for pattern in [p for p in input_file.split(",") if p]:
-    matches = sorted(glob.glob(pattern)) or (tf.io.gfile.glob(pattern) if "://" in pattern else [])
-    if not matches:
-      raise FileNotFoundError(f"input file not found: {pattern}")
-    files.extend(matches)
-  return files
+from albert_tf.data.files import expand_input_patterns
 
 
 @dataclasses.dataclass
@@ -67,7 +56,7 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
   With `dynamic` (a DynamicMasking), masks are drawn afresh from token_boundary every epoch.
   """
   if isinstance(input_files, str):
-    input_files = expand_files(input_files)
+    input_files = expand_input_patterns(input_files)
   if input_context is not None:
     batch_size = input_context.get_per_replica_batch_size(batch_size)
   spec = feature_spec(max_seq_length, max_predictions_per_seq,
