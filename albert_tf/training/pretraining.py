@@ -14,10 +14,11 @@ import time
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.checkpoints.layout import model_parts
+from albert_tf.models.losses import masked_lm_loss, sentence_order_loss
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
 from albert_tf.training import summaries
+from albert_tf.training.step import build_optimizer_for
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -43,16 +44,16 @@ class NonFiniteLossError(RuntimeError):
 
 def _example_sums(outputs, features):
   """Per-replica sums of the quantities behind the losses and metrics (all float32 scalars)."""
-  logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
-  vocab = tf.shape(logits)[-1]
-  log_probs = tf.nn.log_softmax(tf.reshape(logits, [-1, vocab]))
+  # The per-example losses are the original's (models.losses); only their sums are taken here,
+  # so that they can be normalised over the global batch.
+  _, mlm_nll, log_probs = masked_lm_loss(outputs["masked_lm_logits"], features["masked_lm_ids"],
+                                         features["masked_lm_weights"])
   ids = tf.reshape(features["masked_lm_ids"], [-1])
   weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
-  mlm_nll = -tf.reduce_sum(log_probs * tf.one_hot(ids, vocab), axis=-1)
   mlm_correct = tf.cast(tf.equal(tf.argmax(log_probs, -1, output_type=tf.int32), ids), tf.float32)
-  sop_log_probs = tf.nn.log_softmax(tf.cast(outputs["sentence_order_logits"], tf.float32))
+  _, sop_nll, sop_log_probs = sentence_order_loss(outputs["sentence_order_logits"],
+                                                  features["next_sentence_labels"])
   labels = tf.reshape(features["next_sentence_labels"], [-1])
-  sop_nll = -tf.reduce_sum(tf.one_hot(labels, 2) * sop_log_probs, axis=-1)
   sop_correct = tf.cast(tf.equal(tf.argmax(sop_log_probs, -1, output_type=tf.int32), labels),
                         tf.float32)
   return {
@@ -87,8 +88,7 @@ class PretrainingRunner:
     with strategy.scope():
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False,
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-      names = {id(v): n for n, v in original_variable_map(model).items()}
-      optimizer.build(model.trainable_variables, names)
+      build_optimizer_for(model, optimizer)
     self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=settings.jit_compile,
                                     reduce_retracing=True)
     self._fused_step = tf.function(lambda features: self._step_body(features, distributed=False),
