@@ -10,6 +10,7 @@ import os as _os
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 _LAZY = {
+    "AlbertClassifier": "albert_tf.models",
     "AlbertConfig": "albert_tf.config",
     "AlbertModel": "albert_tf.models",
     "AlbertPretrainer": "albert_tf.models",

@@ -37,6 +37,40 @@ def define_run_flags():
   flags.DEFINE_integer("cpu_devices", 0,
                        "If > 1, split the CPU into this many logical devices (to try "
                        "--strategy=mirrored without accelerators).")
+  flags.DEFINE_integer("random_seed", None,
+                       "Seed of the weight initialisation and dropout (default: unseeded).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
                        "Split each replica's batch into this many micro-batches and accumulate "
                        "their gradients: the same update, less memory.")
+
+
+def strategy_from_flags(train_batch_size=None):
+  """Precision policy, seed and distribution strategy from the run flags (call in main(), after
+  flag parsing). Checks that train_batch_size splits over replicas x accumulation steps."""
+  # pylint: disable=import-outside-toplevel
+  from absl import app
+  from albert_tf.training import precision, strategy as strategies
+  # pylint: enable=import-outside-toplevel
+  values = flags.FLAGS
+  precision.set_policy(values.mixed_precision)
+  if values.random_seed is not None:
+    import keras  # pylint: disable=import-outside-toplevel
+    keras.utils.set_random_seed(values.random_seed)
+  strategy = strategies.create_strategy(values.strategy, values.use_tpu, values.tpu_name,
+                                        values.tpu_zone, values.gcp_project, values.master,
+                                        values.cpu_devices)
+  replicas = strategy.num_replicas_in_sync
+  accumulation = values.gradient_accumulation_steps
+  if train_batch_size is not None and train_batch_size % (replicas * accumulation):
+    raise app.UsageError(
+        f"--train_batch_size={train_batch_size} must be divisible by replicas ({replicas}) "
+        f"x --gradient_accumulation_steps ({accumulation})")
+  return strategy
+
+
+def loss_scale_from_flags():
+  """A DynamicLossScale for mixed_float16, else None (create inside strategy.scope())."""
+  from albert_tf.training import precision  # pylint: disable=import-outside-toplevel
+  if flags.FLAGS.mixed_precision == "mixed_float16":
+    return precision.DynamicLossScale()
+  return None

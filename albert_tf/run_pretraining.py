@@ -57,8 +57,6 @@ flags.DEFINE_integer("data_seed", None,
                      "Seed of the training input order (default: unseeded, as the original). "
                      "A seeded input restarts at every checkpoint with seed data_seed + step, so "
                      "an interrupted run resumes exactly as if it had not stopped.")
-flags.DEFINE_integer("random_seed", None,
-                     "Seed of the weight initialisation and dropout (default: unseeded).")
 common_flags.define_run_flags()
 
 
@@ -83,13 +81,12 @@ def main(argv):
   del argv
   # Heavy imports after flag parsing, so that --help is quick.
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from albert_tf.checkpoints import load_checkpoint  # pylint: disable=import-outside-toplevel
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   from albert_tf.data.files import expand_input_patterns  # pylint: disable=import-outside-toplevel
   from albert_tf.data.pipeline import pretraining_dataset  # pylint: disable=import-outside-toplevel
   from albert_tf.models import AlbertPretrainer  # pylint: disable=import-outside-toplevel
   from albert_tf.optimization import create_optimizer  # pylint: disable=import-outside-toplevel
-  from albert_tf.training import pretraining, precision, strategy as strategies  # pylint: disable=import-outside-toplevel
+  from albert_tf.training import pretraining, strategy as strategies  # pylint: disable=import-outside-toplevel
 
   if not FLAGS.do_train and not FLAGS.do_eval:
     raise app.UsageError("At least one of `do_train` or `do_eval` must be True.")
@@ -98,24 +95,12 @@ def main(argv):
     raise app.UsageError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the config's "
                          f"max_position_embeddings ({config.max_position_embeddings})")
   input_files = expand_input_patterns(FLAGS.input_file)
-  precision.set_policy(FLAGS.mixed_precision)
-  if FLAGS.random_seed is not None:
-    import keras  # pylint: disable=import-outside-toplevel
-    keras.utils.set_random_seed(FLAGS.random_seed)
-  strategy = strategies.create_strategy(FLAGS.strategy, FLAGS.use_tpu, FLAGS.tpu_name,
-                                        FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.master,
-                                        FLAGS.cpu_devices)
+  strategy = common_flags.strategy_from_flags(FLAGS.train_batch_size)
   replicas = strategy.num_replicas_in_sync
   accumulation = FLAGS.gradient_accumulation_steps
-  if FLAGS.train_batch_size % (replicas * accumulation):
-    raise app.UsageError(
-        f"--train_batch_size={FLAGS.train_batch_size} must be divisible by replicas ({replicas}) "
-        f"x --gradient_accumulation_steps ({accumulation})")
   chief = strategies.is_chief(strategy)
   os.makedirs(FLAGS.output_dir, exist_ok=True)
-  # Non-chief workers of a multi-worker run must save too (collectively), but elsewhere.
-  model_dir = FLAGS.output_dir if chief else os.path.join(
-      FLAGS.output_dir, f".worker_{strategy.cluster_resolver.task_id}")
+  model_dir = strategies.worker_dir(strategy, FLAGS.output_dir)
   _log(f"strategy {strategies.describe(strategy)} with {replicas} replicas; input files "
        f"{input_files}")
 
@@ -129,8 +114,7 @@ def main(argv):
   with strategy.scope():
     model = AlbertPretrainer(config)
     optimizer = create_optimizer(FLAGS.optimizer)
-    loss_scale = (precision.DynamicLossScale() if FLAGS.mixed_precision == "mixed_float16"
-                  else None)
+    loss_scale = common_flags.loss_scale_from_flags()
   runner = pretraining.PretrainingRunner(strategy, model, optimizer, settings, loss_scale)
   dynamic = _dynamic_masking(config)
 
@@ -146,13 +130,8 @@ def main(argv):
 
   checkpoint = runner.checkpoint()
   manager = pretraining.checkpoint_manager(checkpoint, model_dir, FLAGS.keep_checkpoint_max)
-  latest = tf.train.latest_checkpoint(FLAGS.output_dir)
-  if latest:
-    checkpoint.read(latest).expect_partial()
-    _log(f"resumed from {latest} at step {int(runner.global_step.numpy())}")
-  elif FLAGS.init_checkpoint:
-    report = load_checkpoint(model, FLAGS.init_checkpoint, FLAGS.init_from_group0)
-    _log(f"initialised from {FLAGS.init_checkpoint}: {report}")
+  pretraining.restore_or_initialize(checkpoint, model, FLAGS.output_dir, FLAGS.init_checkpoint,
+                                    _log, FLAGS.init_from_group0)
 
   if FLAGS.do_train:
     writer = tf.summary.create_file_writer(os.path.join(model_dir, "train")) if chief else None

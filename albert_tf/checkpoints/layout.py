@@ -1,5 +1,6 @@
 """The original (released TF1) variable names of our models' variables: one place for the map."""
 
+from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.encoder import AlbertModel
 from albert_tf.models.pretrainer import AlbertPretrainer
 
@@ -61,6 +62,14 @@ def pretrainer_variables(pretrainer):
   return names
 
 
+def classifier_variables(classifier):
+  """The original's fine-tuned classifier: the encoder plus top-level output_weights/bias."""
+  names = encoder_variables(classifier.encoder)
+  names["output_weights"] = classifier.classifier.output_weights
+  names["output_bias"] = classifier.classifier.output_bias
+  return names
+
+
 def _pretrainer_parts(model):
   return {"encoder": model.encoder, "masked_lm": model.masked_lm,
           "sentence_order": model.sentence_order}
@@ -70,6 +79,8 @@ def _pretrainer_parts(model):
 # (object-based) checkpoints hold it. Most specific class first.
 _LAYOUTS = [
     (AlbertPretrainer, pretrainer_variables, _pretrainer_parts),
+    (AlbertClassifier, classifier_variables,
+     lambda model: {"encoder": model.encoder, "classifier": model.classifier}),
     (AlbertModel, encoder_variables, lambda model: {"encoder": model}),
 ]
 

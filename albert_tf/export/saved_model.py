@@ -19,7 +19,7 @@ import tensorflow as tf
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 
 
-def _ids_spec(name):
+def ids_spec(name):
   return tf.TensorSpec([None, None], tf.int32, name=name)
 
 
@@ -55,22 +55,22 @@ class ServingModule(tf.Module):
   def serve_text_pair(self, text, text_b):
     return self._encode_packed(self.tokenizer.pack(text, text_b, self.max_seq_length))
 
-  @tf.function(input_signature=[_ids_spec("input_ids"), _ids_spec("input_mask"),
-                                _ids_spec("segment_ids")])
+  @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
+                                ids_spec("segment_ids")])
   def tokens(self, input_ids, input_mask, segment_ids):
     return self._encode({"input_ids": input_ids, "input_mask": input_mask,
                          "segment_ids": segment_ids})
 
-  @tf.function(input_signature=[_ids_spec("input_ids"), _ids_spec("input_mask"),
-                                _ids_spec("segment_ids"), _ids_spec("mlm_positions")])
+  @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
+                                ids_spec("segment_ids"), ids_spec("mlm_positions")])
   def mlm(self, input_ids, input_mask, segment_ids, mlm_positions):
     out = self.pretrainer({"input_ids": input_ids, "input_mask": input_mask,
                            "segment_ids": segment_ids, "masked_lm_positions": mlm_positions},
                           training=False)
     return {"mlm_logits": out["masked_lm_logits"]}
 
-  @tf.function(input_signature=[_ids_spec("input_ids"), _ids_spec("input_mask"),
-                                _ids_spec("segment_ids")])
+  @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
+                                ids_spec("segment_ids")])
   def sop_log_probs(self, input_ids, input_mask, segment_ids):
     pooled = self.pretrainer.encoder({"input_ids": input_ids, "input_mask": input_mask,
                                       "segment_ids": segment_ids}, training=False)["pooled_output"]

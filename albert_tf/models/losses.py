@@ -49,3 +49,26 @@ def pretraining_losses(outputs, features):
       "sentence_order_example_loss": sop_per_example,
       "sentence_order_log_probs": sop_log_probs,
   }
+
+
+def classification_losses(logits, labels, regression=False):
+  """The original classifier's outputs and loss (classifier_utils.create_model).
+
+  logits [B, C]; labels int [B] (float [B] for regression, where C == 1). Classification:
+  softmax probabilities [B, C], argmax predictions [B], cross-entropy per example. Regression:
+  `probabilities` are the raw logits [B, 1], `logits` and `predictions` them squeezed to [B], the
+  per-example loss the squared error. `loss` is the mean over the batch.
+  """
+  logits = tf.cast(logits, tf.float32)
+  if regression:
+    squeezed = tf.squeeze(logits, [-1])
+    per_example = tf.square(squeezed - tf.cast(tf.reshape(labels, [-1]), tf.float32))
+    return {"loss": tf.reduce_mean(per_example), "per_example_loss": per_example,
+            "probabilities": logits, "logits": squeezed, "predictions": squeezed}
+  log_probs = tf.nn.log_softmax(logits, axis=-1)
+  one_hot = tf.one_hot(tf.reshape(labels, [-1]), tf.shape(logits)[-1], dtype=tf.float32)
+  per_example = -tf.reduce_sum(one_hot * log_probs, axis=-1)
+  probabilities = tf.nn.softmax(logits, axis=-1)
+  return {"loss": tf.reduce_mean(per_example), "per_example_loss": per_example,
+          "probabilities": probabilities, "logits": logits,
+          "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}

@@ -71,6 +71,15 @@ def is_chief(strategy):
   return task_type == "worker" and task_id == 0
 
 
+def worker_dir(strategy, output_dir):
+  """Where this worker saves: output_dir for the chief; a hidden scratch folder under it for the
+  other workers of a multi-worker run (they must save too, collectively, but not over the
+  chief's files)."""
+  if is_chief(strategy):
+    return output_dir
+  return os.path.join(output_dir, f".worker_{strategy.cluster_resolver.task_id}")
+
+
 def describe(strategy):
   name = type(strategy).__name__
   return "default (one device)" if name == "_DefaultDistributionStrategy" else name

@@ -1,0 +1,81 @@
+"""SavedModel export of a fine-tuned AlbertClassifier: raw text in, probabilities and label out.
+
+Signatures (batch-major, any batch size):
+  serving_default    text [B] (and text_b [B] for sentence-pair tasks) string ->
+                     probabilities [B, C] (regression: the raw score [B, 1]), predictions [B]
+                     (class index int32; regression: the score), label [B] string (the task's
+                     label name; classification only), threshold (scalar float32, only when
+                     exported with one: the original's threshold_to_export, served alongside)
+  tokens             input_ids, input_mask, segment_ids int32 [B, T] -> the same outputs
+  tokenization_info  () -> vocab_file (the SentencePiece model asset), do_lower_case,
+                     max_seq_length
+"""
+
+import math
+
+import tensorflow as tf
+
+from albert_tf.export.saved_model import ids_spec
+from albert_tf.models.losses import classification_losses
+from albert_tf.tokenization.in_graph import InGraphTokenizer
+
+
+class ClassifierServingModule(tf.Module):
+  """Wraps an AlbertClassifier, its label names and the in-graph tokenizer for export."""
+
+  def __init__(self, classifier, spm_model_file, label_list, pair, do_lower_case=True,
+               max_seq_length=128, threshold=None):
+    super().__init__(name="albert_classifier_serving")
+    if max_seq_length > classifier.config.max_position_embeddings:
+      raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
+                       f"({classifier.config.max_position_embeddings})")
+    self.classifier = classifier
+    self.tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
+    self.vocab_file = tf.saved_model.Asset(spm_model_file)
+    self.do_lower_case = do_lower_case
+    self.max_seq_length = max_seq_length
+    self.regression = classifier.is_regression
+    self.label_names = None if self.regression else tf.constant([str(x) for x in label_list])
+    self.threshold = (None if threshold is None or math.isnan(threshold)
+                      else tf.constant(threshold, tf.float32))
+    self.pair = pair
+    if pair:
+      self.serve_text = tf.function(
+          self._serve_pair, input_signature=[tf.TensorSpec([None], tf.string, name="text"),
+                                             tf.TensorSpec([None], tf.string, name="text_b")])
+    else:
+      self.serve_text = tf.function(
+          self._serve_single, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+
+  def _outputs(self, features):
+    logits = self.classifier(features, training=False)["logits"]
+    labels = tf.zeros(tf.shape(logits)[:1], tf.float32 if self.regression else tf.int32)
+    out = classification_losses(logits, labels, self.regression)
+    result = {"probabilities": out["probabilities"], "predictions": out["predictions"]}
+    if not self.regression:
+      result["label"] = tf.gather(self.label_names, out["predictions"])
+    if self.threshold is not None:
+      result["threshold"] = self.threshold
+    return result
+
+  def _serve_single(self, text):
+    return self._outputs(self.tokenizer.pack(text, max_seq_length=self.max_seq_length))
+
+  def _serve_pair(self, text, text_b):
+    return self._outputs(self.tokenizer.pack(text, text_b, self.max_seq_length))
+
+  @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
+                                ids_spec("segment_ids")])
+  def tokens(self, input_ids, input_mask, segment_ids):
+    return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
+                          "segment_ids": segment_ids})
+
+  @tf.function(input_signature=[])
+  def tokenization_info(self):
+    return {"vocab_file": self.vocab_file.asset_path,
+            "do_lower_case": tf.constant(self.do_lower_case),
+            "max_seq_length": tf.constant(self.max_seq_length)}
+
+  def signatures(self):
+    return {"serving_default": self.serve_text, "tokens": self.tokens,
+            "tokenization_info": self.tokenization_info}

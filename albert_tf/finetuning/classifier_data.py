@@ -1,0 +1,92 @@
+"""Classifier features as the original writes them, and the tf.data input that reads them back
+with each batch trimmed to its longest real sequence.
+
+Feature records (the original's cached `<task>_train.tf_record` etc.): input_ids, input_mask,
+segment_ids int64 [max_seq_length]; label_ids int64 [1] (float [1] for regression);
+is_real_example int64 [1].
+"""
+
+import dataclasses
+
+from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, float_feature
+from albert_tf.data.tfrecords import int64_feature
+from albert_tf.finetuning.glue import PaddingInputExample
+
+
+@dataclasses.dataclass
+class InputFeatures:
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+  label_id: object
+  is_real_example: bool = True
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+  """Pops tokens from the end of the longer list (b on ties) until both fit in max_length."""
+  while len(tokens_a) + len(tokens_b) > max_length:
+    if len(tokens_a) > len(tokens_b):
+      tokens_a.pop()
+    else:
+      tokens_b.pop()
+
+
+def pack_pair(tokenizer, tokens_a, tokens_b, max_seq_length):
+  """[CLS] a [SEP] (b [SEP]) as ids, mask and segment ids padded to max_seq_length."""
+  tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+  segment_ids = [0] * len(tokens)
+  if tokens_b:
+    tokens += tokens_b + ["[SEP]"]
+    segment_ids += [1] * (len(tokens_b) + 1)
+  input_ids = tokenizer.convert_tokens_to_ids(tokens)
+  pad = max_seq_length - len(input_ids)
+  return (input_ids + [0] * pad, [1] * len(input_ids) + [0] * pad, segment_ids + [0] * pad)
+
+
+def convert_single_example(example, label_list, max_seq_length, tokenizer, regression=False):
+  """An InputExample (its texts already normalised by the processor) -> InputFeatures."""
+  if isinstance(example, PaddingInputExample):
+    zeros = [0] * max_seq_length
+    return InputFeatures(list(zeros), list(zeros), list(zeros), 0, is_real_example=False)
+  tokens_a = tokenizer.tokenize_preprocessed(example.text_a)
+  tokens_b = tokenizer.tokenize_preprocessed(example.text_b) if example.text_b else None
+  if tokens_b:
+    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+  else:
+    tokens_a = tokens_a[:max_seq_length - 2]
+  input_ids, input_mask, segment_ids = pack_pair(tokenizer, tokens_a, tokens_b, max_seq_length)
+  if regression:
+    label_id = example.label
+  else:
+    try:
+      label_id = label_list.index(example.label)
+    except ValueError:
+      raise ValueError(f"example {example.guid} has label {example.label!r}, not one of the "
+                       f"task's labels {label_list}") from None
+  return InputFeatures(input_ids, input_mask, segment_ids, label_id)
+
+
+def feature_record(feature, regression=False):
+  """The serialized tf.train.Example, fields in the original's order."""
+  label = (float_feature([feature.label_id]) if regression
+           else int64_feature([feature.label_id]))
+  return encode_example({
+      "input_ids": int64_feature(feature.input_ids),
+      "input_mask": int64_feature(feature.input_mask),
+      "segment_ids": int64_feature(feature.segment_ids),
+      "label_ids": label,
+      "is_real_example": int64_feature([int(feature.is_real_example)]),
+  })
+
+
+def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
+                                            output_file, regression=False, log=None):
+  """Writes the examples' features to output_file (atomically: complete or absent)."""
+  with AtomicTFRecordWriter(output_file) as writer:
+    for i, example in enumerate(examples):
+      if log is not None and i % 10000 == 0:
+        log(f"Writing example {i} of {len(examples)}")
+      feature = convert_single_example(example, label_list, max_seq_length, tokenizer,
+                                       regression)
+      writer.write(feature_record(feature, regression))
+  return len(examples)

@@ -1,0 +1,92 @@
+"""Running a model over a dataset to collect per-example outputs, and the original's
+best-checkpoint bookkeeping (eval_results.txt, best_trial.txt, model.ckpt-best)."""
+
+import collections
+import math
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+
+
+class Predictor:
+  """Collects `fn(features)` (a dict of per-example tensors, batch-major) over a dataset, in
+  dataset order, under a distribution strategy."""
+
+  def __init__(self, strategy, fn):
+    self.strategy = strategy
+    self._step = tf.function(lambda features: strategy.run(fn, args=(features,)),
+                             reduce_retracing=True)
+
+  def run(self, dataset):
+    options = tf.data.Options()
+    # Every worker of a multi-worker run sees the whole set (its chief writes the results).
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    dist = self.strategy.experimental_distribute_dataset(dataset.with_options(options))
+    chunks = collections.defaultdict(list)
+    for batch in dist:
+      for name, value in self._step(batch).items():
+        chunks[name].extend(t.numpy() for t in self.strategy.experimental_local_results(value))
+    return {name: np.concatenate(parts) for name, parts in chunks.items()}
+
+
+def batch_means(values, batch_size):
+  """Mean of each consecutive batch_size slice (the Estimator averages its eval loss so)."""
+  values = np.asarray(values, np.float64)
+  return [values[i:i + batch_size].mean() for i in range(0, len(values), batch_size)]
+
+
+def checkpoint_steps(directory):
+  """{step: prefix} of the model.ckpt-<step> checkpoints in a directory."""
+  found = {}
+  if os.path.isdir(directory):
+    for name in os.listdir(directory):
+      m = re.fullmatch(r"model\.ckpt-(\d+)\.index", name)
+      if m:
+        found[int(m.group(1))] = os.path.join(directory, name[:-len(".index")])
+  return dict(sorted(found.items()))
+
+
+def _write_atomically(path, text):
+  with open(path + ".tmp", "w", encoding="utf-8") as f:
+    f.write(text)
+  os.replace(path + ".tmp", path)
+
+
+class BestCheckpointTracker:
+  """The original's eval bookkeeping, resumable.
+
+  Each evaluation appends its metrics (sorted `key = value` lines), `best = <best so far>` and a
+  ruler to eval_results.txt. best_trial.txt holds `<last evaluated step>:<best step>:<best
+  value>`, so a resumed run evaluates only newer checkpoints. A new best is saved through
+  `save_best()` (model.ckpt-best).
+  """
+
+  def __init__(self, output_dir, key_name):
+    self.output_dir = output_dir
+    self.key_name = key_name
+    self.results_file = os.path.join(output_dir, "eval_results.txt")
+    self.trial_file = os.path.join(output_dir, "best_trial.txt")
+    self.last_step, self.best_step, self.best_value = -1, -1, -1.0
+    if os.path.exists(self.trial_file):
+      with open(self.trial_file, encoding="utf-8") as f:
+        last, best_step, best_value = f.read().strip().split(":")
+      self.last_step, self.best_step, self.best_value = int(last), int(best_step), float(best_value)
+
+  def record(self, step, result, save_best):
+    """Writes one evaluation; calls save_best() when result[key_name] beats the best so far.
+    Returns True for a new best."""
+    result = dict(result, global_step=step)
+    lines = [f"{key} = {result[key]}" for key in sorted(result)]
+    lines += [f"best = {self.best_value}", "=" * 50]
+    with open(self.results_file, "a", encoding="utf-8") as f:
+      f.write("\n".join(lines) + "\n")
+    value = result[self.key_name]
+    improved = not math.isnan(value) and value > self.best_value
+    if improved:
+      save_best()
+      self.best_value, self.best_step = float(value), step
+    self.last_step = step
+    _write_atomically(self.trial_file, f"{step}:{self.best_step}:{self.best_value}")
+    return improved

@@ -1,0 +1,176 @@
+"""GLUE task data as the original's processors read it (classifier_utils.*Processor).
+
+Each task is described by a `TaskSpec` (its folder, files, labels and which TSV column holds what)
+instead of one class per task; `processor(task_name, use_spm, do_lower_case)` returns an object
+with the original processor's methods (get_train_examples, get_dev_examples, get_test_examples,
+get_labels).
+"""
+
+import csv
+import dataclasses
+import os
+from typing import Optional
+
+from albert_tf.tokenization.text import convert_to_unicode, preprocess_text
+
+
+@dataclasses.dataclass
+class InputExample:
+  """One example: guid, text_a, optional text_b, label (str; float for STS-B)."""
+  guid: str
+  text_a: str
+  text_b: Optional[str] = None
+  label: object = None
+
+
+class PaddingInputExample:
+  """A stand-in example (all-zero features, is_real_example 0) that pads an eval or predict set
+  to a whole number of batches, as the original does on TPU."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+  """Where a split's fields are. guid None: "<split>-<row index>" as the original names rows
+  that have no id column. label None: the split has no labels (test)."""
+  text_a: int
+  text_b: Optional[int]
+  label: Optional[int]
+  guid: Optional[int] = None
+  raw_guid: bool = False  # the original keeps some id columns unprocessed
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+  directory: str
+  files: dict            # split -> file name
+  labels: tuple          # (None,) for regression
+  columns: dict          # split -> Columns; "dev" defaults to "train"
+  header_splits: tuple = ("train", "dev", "test")
+  skip_short_rows: bool = False  # QQP: a train/dev row without enough columns is skipped
+
+  @property
+  def regression(self):
+    return self.labels == (None,)
+
+  def columns_for(self, split):
+    return self.columns.get(split) or self.columns["train"]
+
+
+_NLI = ("contradiction", "entailment", "neutral")
+_BINARY = ("0", "1")
+_ENTAIL = ("entailment", "not_entailment")
+_SPLIT_FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
+# index, sentence1, sentence2, label (QNLI, RTE, WNLI).
+_PAIR_WITH_INDEX = {"train": Columns(1, 2, -1, guid=0), "test": Columns(1, 2, None, guid=0)}
+_MNLI_COLUMNS = {"train": Columns(8, 9, -1, guid=0), "test": Columns(8, 9, None, guid=0)}
+
+TASKS = {
+    "cola": TaskSpec("CoLA", _SPLIT_FILES, _BINARY,
+                     {"train": Columns(3, None, 1), "test": Columns(1, None, None, guid=0,
+                                                                    raw_guid=True)},
+                     header_splits=("test",)),
+    "mnli": TaskSpec("MNLI", {"train": "train.tsv", "dev": "dev_matched.tsv",
+                              "test": "test_matched.tsv"}, _NLI, _MNLI_COLUMNS),
+    "mismnli": TaskSpec("MNLI", {"train": "train.tsv", "dev": "dev_mismatched.tsv",
+                                 "test": "test_mismatched.tsv"}, _NLI, _MNLI_COLUMNS),
+    "mrpc": TaskSpec("MRPC", _SPLIT_FILES, _BINARY,
+                     {"train": Columns(3, 4, 0), "test": Columns(3, 4, None, guid=0,
+                                                                 raw_guid=True)}),
+    "rte": TaskSpec("RTE", _SPLIT_FILES, _ENTAIL, _PAIR_WITH_INDEX),
+    "sst-2": TaskSpec("SST-2", _SPLIT_FILES, _BINARY,
+                      {"train": Columns(0, None, 1), "test": Columns(1, None, None, guid=0)}),
+    "sts-b": TaskSpec("STS-B", _SPLIT_FILES, (None,),
+                      {"train": Columns(7, 8, -1, guid=0), "test": Columns(7, 8, None, guid=0)}),
+    "qqp": TaskSpec("QQP", _SPLIT_FILES, _BINARY,
+                    {"train": Columns(3, 4, 5, guid=0, raw_guid=True),
+                     "test": Columns(1, 2, None, guid=0, raw_guid=True)},
+                    skip_short_rows=True),
+    "qnli": TaskSpec("QNLI", _SPLIT_FILES, _ENTAIL, _PAIR_WITH_INDEX),
+    "wnli": TaskSpec("WNLI", _SPLIT_FILES, _BINARY, _PAIR_WITH_INDEX),
+    # The GLUE diagnostic set: test only, scored with an MNLI model.
+    "ax": TaskSpec("diagnostic", {"test": "diagnostic.tsv"}, _NLI,
+                   {"train": Columns(1, 2, -1, guid=0), "test": Columns(1, 2, None, guid=0)}),
+}
+
+
+def read_tsv(path):
+  """Rows of a tab-separated file, no quoting (as the original's csv reader with quotechar None).
+  """
+  if not os.path.exists(path):
+    raise FileNotFoundError(f"data file not found: {path}")
+  with open(path, encoding="utf-8", newline="") as f:
+    return list(csv.reader(f, delimiter="\t", quotechar=None))
+
+
+class GlueProcessor:
+  """The original processor of one task: reads its TSVs into InputExamples."""
+
+  def __init__(self, task_name, use_spm=True, do_lower_case=True):
+    name = task_name.lower()
+    if name not in TASKS:
+      raise ValueError(f"Task not found: {task_name} (known: {', '.join(sorted(TASKS))})")
+    self.task_name = name
+    self.spec = TASKS[name]
+    self.use_spm = use_spm
+    self.do_lower_case = do_lower_case
+
+  def process_text(self, text):
+    """The original's normalisation of every field it reads (whitespace, NFKD, accents, case)."""
+    if self.use_spm:
+      return preprocess_text(text, lower=self.do_lower_case)
+    return convert_to_unicode(text)
+
+  def get_labels(self):
+    return list(self.spec.labels)
+
+  def get_train_examples(self, data_dir):
+    return self.get_examples(data_dir, "train")
+
+  def get_dev_examples(self, data_dir):
+    return self.get_examples(data_dir, "dev")
+
+  def get_test_examples(self, data_dir):
+    return self.get_examples(data_dir, "test")
+
+  def get_examples(self, data_dir, split):
+    spec = self.spec
+    if split not in spec.files:
+      raise ValueError(f"task {self.task_name} has no {split} set")
+    path = os.path.join(data_dir, spec.directory, spec.files[split])
+    return self.create_examples(read_tsv(path), split)
+
+  def create_examples(self, rows, split):
+    spec = self.spec
+    cols = spec.columns_for(split)
+    skip_header = split in spec.header_splits
+    examples = []
+    for i, row in enumerate(rows):
+      if i == 0 and skip_header:
+        continue
+      try:
+        examples.append(self._example(row, i, split, cols))
+      except IndexError:
+        if spec.skip_short_rows and split != "test":
+          continue
+        raise ValueError(f"{self.task_name} {split} row {i} has {len(row)} columns; expected "
+                         f"the {spec.directory} layout") from None
+    return examples
+
+  def _example(self, row, index, split, cols):
+    if cols.guid is None:
+      guid = f"{split}-{index}"
+    else:
+      guid = row[cols.guid] if cols.raw_guid else self.process_text(row[cols.guid])
+    text_a = self.process_text(row[cols.text_a])
+    text_b = None if cols.text_b is None else self.process_text(row[cols.text_b])
+    if cols.label is None:  # unlabelled test rows get the first label (0 for regression)
+      label = 0 if self.spec.regression else self.spec.labels[0]
+    elif self.spec.regression:
+      label = float(row[cols.label])
+    else:
+      label = self.process_text(row[cols.label])
+    return InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label)
+
+
+def processor(task_name, use_spm=True, do_lower_case=True):
+  return GlueProcessor(task_name, use_spm, do_lower_case)

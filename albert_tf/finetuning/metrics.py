@@ -1,0 +1,83 @@
+"""The original's GLUE eval metrics (tf.metrics / contrib streaming metrics), as NumPy on the
+collected outputs. Every metric is weighted by is_real_example, so the padding examples added for
+fixed TPU batches count for nothing.
+"""
+
+import numpy as np
+
+
+def _weights(weights, n):
+  return np.ones(n, np.float64) if weights is None else np.asarray(weights, np.float64)
+
+
+def accuracy(labels, predictions, weights=None):
+  """sum(w * [label == prediction]) / sum(w) (0 when no weight)."""
+  labels, predictions = np.asarray(labels), np.asarray(predictions)
+  w = _weights(weights, len(labels))
+  total = w.sum()
+  return float((w * (labels == predictions)).sum() / total) if total else 0.0
+
+
+def weighted_mean(values, weights=None):
+  values = np.asarray(values, np.float64)
+  w = _weights(weights, len(values))
+  total = w.sum()
+  return float((w * values).sum() / total) if total else 0.0
+
+
+def matthews_corrcoef(labels, predictions, weights=None):
+  """(tp*tn - fp*fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)), 0 when the denominator is 0 (the
+  original's div_no_nan); labels and predictions read as booleans (non-zero is positive)."""
+  y = np.asarray(labels) != 0
+  p = np.asarray(predictions) != 0
+  w = _weights(weights, len(y))
+  tp = (w * (y & p)).sum()
+  tn = (w * (~y & ~p)).sum()
+  fp = (w * (~y & p)).sum()
+  fn = (w * (y & ~p)).sum()
+  denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+  return float((tp * tn - fp * fn) / denominator) if denominator else 0.0
+
+
+def pearson_correlation(predictions, labels, weights=None):
+  """Weighted Pearson correlation (streaming_pearson_correlation): the weighted co-moment over
+  the square root of the product of the weighted second moments; 0 for a constant series."""
+  x = np.asarray(predictions, np.float64)
+  y = np.asarray(labels, np.float64)
+  w = _weights(weights, len(x))
+  total = w.sum()
+  if not total:
+    return 0.0
+  dx = x - (w * x).sum() / total
+  dy = y - (w * y).sum() / total
+  denominator = np.sqrt((w * dx * dx).sum() * (w * dy * dy).sum())
+  return float((w * dx * dy).sum() / denominator) if denominator else 0.0
+
+
+def mean_squared_error(labels, predictions, weights=None):
+  diff = np.asarray(labels, np.float64) - np.asarray(predictions, np.float64)
+  return weighted_mean(diff * diff, weights)
+
+
+def key_metric(task_name):
+  """The metric that picks the best checkpoint, as the original."""
+  return {"sts-b": "pearson", "cola": "matthew_corr"}.get(task_name, "eval_accuracy")
+
+
+def classifier_eval_metrics(task_name, labels, predictions, per_example_loss, weights,
+                            batch_losses):
+  """The original's eval results for a task.
+
+  labels, predictions, per_example_loss, weights: [N] over the whole eval set. batch_losses: the
+  mean loss of each eval batch (the Estimator's `loss` is their mean).
+  """
+  result = {"eval_loss": weighted_mean(per_example_loss, weights),
+            "loss": float(np.mean(batch_losses)) if len(batch_losses) else 0.0}
+  if task_name == "sts-b":
+    result["pearson"] = pearson_correlation(predictions, labels, weights)
+    result["MSE"] = mean_squared_error(labels, predictions, weights)
+    return result
+  result["eval_accuracy"] = accuracy(labels, predictions, weights)
+  if task_name == "cola":
+    result["matthew_corr"] = matthews_corrcoef(labels, predictions, weights)
+  return result

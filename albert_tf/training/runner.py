@@ -1,0 +1,288 @@
+"""The training loop shared by pretraining and fine-tuning: strategy.run inside tf.function,
+iterations_per_loop steps per call, gradient accumulation, loss scaling, global-norm clipping,
+checkpoints with resume, summaries.
+
+What is trained is given by an *objective* (see `Objective`): the runner only knows that a loss is
+a sum of per-replica sums divided by global totals, so that an update equals the original's
+single-device update on the same global batch however it is split over replicas and
+micro-batches.
+"""
+
+import dataclasses
+import math
+import os
+import signal
+import time
+
+import tensorflow as tf
+
+from albert_tf.checkpoints.layout import model_parts
+from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
+from albert_tf.training import summaries
+from albert_tf.training.step import build_optimizer_for
+
+SUM = tf.distribute.ReduceOp.SUM
+
+
+@dataclasses.dataclass
+class TrainSettings:
+  learning_rate: float = 0.00176
+  num_train_steps: int = 125000
+  num_warmup_steps: int = 3125
+  start_warmup_step: int = 0
+  poly_power: float = 1.0
+  gradient_accumulation_steps: int = 1
+  iterations_per_loop: int = 1000
+  save_checkpoints_steps: int = 5000
+  keep_checkpoint_max: int = 5
+  jit_compile: bool = False
+  clip_norm: float = 1.0
+
+
+class Objective:
+  """What a runner trains. Subclasses define:
+
+  totals(features): {name: float32 scalar} of one replica's batch (e.g. its example count); the
+    runner sums them over replicas and hands the global values to `loss`.
+  sums(outputs, features): {name: float32 scalar} per-replica sums behind the loss and metrics;
+    summed over micro-batches and replicas.
+  loss(sums, totals): this replica's share of the global loss.
+  metrics(sums): {name: float} from globally summed `sums` (for logs and summaries).
+  """
+
+  def totals(self, features):
+    raise NotImplementedError
+
+  def sums(self, outputs, features):
+    raise NotImplementedError
+
+  def loss(self, sums, totals):
+    raise NotImplementedError
+
+  def metrics(self, sums):
+    raise NotImplementedError
+
+
+class NonFiniteLossError(RuntimeError):
+  pass
+
+
+class Runner:
+  """Owns the model, optimizer, objective, step counter and the compiled step functions."""
+
+  def __init__(self, strategy, model, optimizer, settings, objective, loss_scale=None):
+    self.strategy = strategy
+    self.model = model
+    self.optimizer = optimizer
+    self.settings = settings
+    self.objective = objective
+    self.loss_scale = loss_scale
+    with strategy.scope():
+      self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      build_optimizer_for(model, optimizer)
+    # reduce_retracing: batches trimmed to their longest sequence come in several lengths.
+    self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=settings.jit_compile,
+                                    reduce_retracing=True)
+    self._fused_step = tf.function(lambda features: self._step_body(features, distributed=False),
+                                   jit_compile=settings.jit_compile, reduce_retracing=True)
+    self._train_loop = tf.function(self._train_loop_impl)
+    self._eval_loop = tf.function(self._eval_loop_impl)
+
+  # -- training ---------------------------------------------------------------------------------
+  def _micro_grads_impl(self, features, totals):
+    variables = self.model.trainable_variables
+    with tf.GradientTape() as tape:
+      outputs = self.model(features, training=True)
+      sums = self.objective.sums(outputs, features)
+      loss = self.objective.loss(sums, totals)
+      scaled = loss * self.loss_scale.scale if self.loss_scale is not None else loss
+    grads = tape.gradient(scaled, variables)
+    grads = [g if g is not None else tf.zeros(v.shape, tf.float32)
+             for g, v in zip(grads, variables)]
+    grads, sparse_sq = densify(grads)
+    sums = dict(sums, loss=loss)
+    # Which gradients come as slices is fixed by the graph; noted while tracing. Their square
+    # sums add up over micro-batches and replicas like the gradients.
+    self._sparse_flags = [sq is not None for sq in sparse_sq]
+    sums["sparse_sq"] = tf.stack([sq if sq is not None else tf.constant(0.0)
+                                  for sq in sparse_sq])
+    return grads, sums
+
+  def _replica_step(self, features):
+    if self.strategy.num_replicas_in_sync == 1:
+      return self._fused_step(features)
+    return self._step_body(features, distributed=True)
+
+  def _step_body(self, features, distributed):
+    """One update. Distributed: gradients are all-reduced and the optimizer updates every copy
+    (outside XLA, which compiles the forward/backward only). Single replica: the whole step,
+    optimizer included, is one function (XLA-compiled with jit_compile)."""
+    ctx = tf.distribute.get_replica_context()
+    reduce = (lambda v: ctx.all_reduce(SUM, v)) if distributed else (lambda v: v)
+    micro_grads = self._micro_grads if distributed else self._micro_grads_impl
+    k = self.settings.gradient_accumulation_steps
+    totals = reduce(self.objective.totals(features))
+    variables = self.model.trainable_variables
+    if k == 1:
+      grads, sums = micro_grads(features, totals)
+    else:
+      micro = {name: tf.reshape(v, tf.concat([[k, -1], tf.shape(v)[1:]], 0))
+               for name, v in features.items()}
+      grads = [tf.zeros(v.shape, tf.float32) for v in variables]
+      sums = None
+      for i in range(k):
+        g, s = micro_grads({n: v[i] for n, v in micro.items()}, totals)
+        grads = [a + b for a, b in zip(grads, g)]
+        sums = s if sums is None else {n: sums[n] + s[n] for n in s}
+    grads = reduce(grads)
+    sparse_sq = reduce(sums.pop("sparse_sq"))
+    if self.loss_scale is not None:
+      scale = self.loss_scale.scale
+      grads = [g / scale for g in grads]
+      finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
+      self.loss_scale.update(finite)
+      grads = [tf.where(finite, g, tf.zeros_like(g)) for g in grads]
+      lr_gate = tf.cast(finite, tf.float32)
+      sparse_sq = sparse_sq / tf.square(scale)
+    else:
+      lr_gate = 1.0
+    grads = clip_by_global_norm(grads, self.settings.clip_norm,
+                                [sparse_sq[i] if is_sparse else None
+                                 for i, is_sparse in enumerate(self._sparse_flags)])
+    s = self.settings
+    lr = learning_rate_at(self.global_step, s.learning_rate, s.num_train_steps,
+                          s.num_warmup_steps, s.poly_power, s.start_warmup_step)
+    self.optimizer.apply_gradients(zip(grads, variables), lr * lr_gate, distributed=distributed)
+    self.global_step.assign_add(1)
+    sums["learning_rate"] = lr / float(ctx.num_replicas_in_sync)  # summed back to lr
+    return sums
+
+  def _train_loop_impl(self, iterator, steps):
+    sums = self.strategy.run(self._replica_step, args=(next(iterator),))
+    for _ in tf.range(steps - 1):
+      sums = self.strategy.run(self._replica_step, args=(next(iterator),))
+    return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
+
+  def train_steps(self, iterator, steps):
+    """Runs `steps` updates; returns the last step's global sums, loss and learning rate."""
+    out = self._train_loop(iterator, tf.constant(steps, tf.int32))
+    return {k: float(v) for k, v in out.items()}
+
+  # -- evaluation -------------------------------------------------------------------------------
+  def _eval_loop_impl(self, iterator, steps):
+    def replica(features):
+      return self.objective.sums(self.model(features, training=False), features)
+    totals = None
+    for _ in tf.range(steps):
+      sums = self.strategy.run(replica, args=(next(iterator),))
+      sums = {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
+      totals = sums if totals is None else {k: totals[k] + sums[k] for k in sums}
+    return totals
+
+  def evaluate(self, iterator, steps):
+    """The objective's metrics summed over `steps` batches, plus global_step."""
+    totals = self._eval_loop(iterator, tf.constant(steps, tf.int32))
+    metrics = self.objective.metrics({k: float(v) for k, v in totals.items()})
+    metrics["global_step"] = int(self.global_step.numpy())
+    return metrics
+
+  # -- checkpoints ------------------------------------------------------------------------------
+  def checkpoint(self):
+    items = dict(model_parts(self.model), optimizer=self.optimizer, global_step=self.global_step)
+    if self.loss_scale is not None:
+      items["loss_scale"] = self.loss_scale
+    return tf.train.Checkpoint(**items)
+
+
+def checkpoint_manager(checkpoint, directory, keep_checkpoint_max):
+  """Saves as <directory>/model.ckpt-<step>, the original's names. keep_checkpoint_max 0 or
+  None keeps every checkpoint (as the original's fine-tuning binaries do)."""
+  return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep_checkpoint_max or None,
+                                    checkpoint_name="model.ckpt", step_counter=None)
+
+
+def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, log,
+                          init_from_group0=False):
+  """Resumes from the latest checkpoint in output_dir (model, optimizer, step); else loads the
+  model weights of init_checkpoint (released layout or ours); else keeps the fresh weights.
+  Returns the checkpoint path used, or None."""
+  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import load_checkpoint
+  latest = tf.train.latest_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+  if latest:
+    checkpoint.read(latest).expect_partial()
+    log(f"resumed from {latest} at step {int(checkpoint.global_step.numpy())}")
+    return latest
+  if init_checkpoint:
+    report = load_checkpoint(model, init_checkpoint, init_from_group0)
+    log(f"initialised from {init_checkpoint}: {report}")
+    return init_checkpoint
+  return None
+
+
+def _progress_line(runner, values, step, total, steps_per_sec, eta):
+  metrics = runner.objective.metrics(values)
+  shown = " ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+  return (f"step {step}/{total} loss {values['loss']:.4f} {shown} "
+          f"lr {values['learning_rate']:.3g} {steps_per_sec:.3f} steps/s "
+          f"({1 / steps_per_sec:.3f} s/step) ETA {eta:.0f}s"), metrics
+
+
+def run_training(runner, make_iterator, manager, settings, log, summary_writer=None,
+                 examples_per_step=None, after_save=None):
+  """Trains until num_train_steps, saving every save_checkpoints_steps (resumable).
+
+  Calls are cut so that checkpoints fall on call boundaries. `make_iterator(step)` gives the
+  input from `step` on; it is called again after every checkpoint, so that a seeded input
+  restarts identically whether or not the run was interrupted there (tf.distribute iterators
+  cannot be checkpointed). A NaN/Inf loss stops the run with a NonFiniteLossError before anything
+  is saved, so the last checkpoint stays the last good one. `after_save(step, path)` runs after
+  each checkpoint (fine-tuning evaluates there).
+  """
+  step = int(runner.global_step.numpy())
+  iterator = make_iterator(step)
+  total = settings.num_train_steps
+  start_time, start_step = time.time(), step
+  pause = float(os.environ.get("ALBERT_TF_TEST_PAUSE_AFTER_SAVE", "0"))
+  while step < total:
+    next_save = (step // settings.save_checkpoints_steps + 1) * settings.save_checkpoints_steps
+    n = min(settings.iterations_per_loop, next_save - step, total - step)
+    loop_start = time.time()
+    values = runner.train_steps(iterator, n)
+    step = int(runner.global_step.numpy())
+    if not math.isfinite(values["loss"]):
+      raise NonFiniteLossError(
+          f"loss is {values['loss']} at step {step}; stopping without saving. The last good "
+          f"checkpoint is {manager.latest_checkpoint} (try a lower --learning_rate, or "
+          "--mixed_precision=float32)")
+    elapsed = time.time() - loop_start
+    steps_per_sec = n / max(elapsed, 1e-9)
+    overall = (step - start_step) / max(time.time() - start_time, 1e-9)
+    eta = (total - step) / max(overall, 1e-9)
+    line, metrics = _progress_line(runner, values, step, total, steps_per_sec, eta)
+    log(line)
+    if summary_writer is not None:
+      scalars = dict(metrics, loss=values["loss"], learning_rate=values["learning_rate"],
+                     steps_per_second=steps_per_sec)
+      if examples_per_step:
+        scalars["examples_per_second"] = steps_per_sec * examples_per_step
+      summaries.write_scalars(summary_writer, step, scalars)
+    if step % settings.save_checkpoints_steps == 0 or step == total:
+      path = manager.save(checkpoint_number=step)
+      log(f"saved checkpoint {path}")
+      if after_save is not None:
+        after_save(step, path)
+      if pause:
+        time.sleep(pause)
+      if step < total:
+        iterator = make_iterator(step)
+  return step
+
+
+def install_sigterm_handler(log):
+  """Turns SIGTERM into KeyboardInterrupt so that a preempted run stops between steps."""
+  def handler(signum, frame):  # pylint: disable=unused-argument
+    log("SIGTERM received: stopping")
+    raise KeyboardInterrupt
+  signal.signal(signal.SIGTERM, handler)

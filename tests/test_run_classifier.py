@@ -1,0 +1,189 @@
+"""run_classifier end to end: the original's features, eval metrics at the fixture checkpoint,
+fine-tuning a learnable task, prediction files, and the exported SavedModel."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.finetuning import metrics
+from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
+from tfrecord_utils import read_examples
+
+FINETUNING = os.path.join(TESTDATA, "original_finetuning")
+GLUE = os.path.join(FINETUNING, "glue")
+SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
+CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
+
+
+def _run(flags, check=True):
+  cmd = [sys.executable, "-m", "albert_tf.run_classifier", f"--spm_model_file={SPM}",
+         f"--albert_config_file={CONFIG}"] + flags
+  result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+  if check:
+    assert result.returncode == 0, result.stderr[-3000:]
+  return result
+
+
+def _eval_results(path):
+  blocks, current = [], {}
+  with open(path) as f:
+    for line in f:
+      if line.startswith("="):
+        blocks.append(current)
+        current = {}
+      else:
+        key, value = line.strip().split(" = ")
+        current[key] = float(value)
+  return blocks
+
+
+@pytest.mark.parametrize("task", ["mrpc", "sts-b"])
+def test_eval_and_predict_at_the_original_checkpoint(task, tmp_path):
+  _run([f"--task_name={task}", f"--data_dir={os.path.join(GLUE, 'glue_data')}",
+        f"--output_dir={tmp_path}", "--max_seq_length=48", "--do_eval", "--do_predict",
+        "--eval_batch_size=5",
+        f"--init_checkpoint={os.path.join(FINETUNING, 'classifier', task, 'model.ckpt-0')}"])
+  for ours, theirs in ((f"{task}_eval.tf_record", "dev"), ("predict.tf_record", "test")):
+    assert read_examples(str(tmp_path / ours)) == read_examples(
+        os.path.join(GLUE, "expected", f"{task}_{theirs}.tfrecord")), ours
+
+  ref = np.load(os.path.join(FINETUNING, "classifier", task, "reference.npz"))
+  [result] = _eval_results(tmp_path / "eval_results.txt")
+  assert result["global_step"] == 0
+  assert result["eval_loss"] == pytest.approx(ref["per_example_loss"].mean(), abs=1e-5)
+  batch_means = [ref["per_example_loss"][i:i + 5].mean() for i in (0, 5, 10)]
+  assert result["loss"] == pytest.approx(np.mean(batch_means), abs=1e-5)
+  if task == "sts-b":
+    expected = np.corrcoef(ref["predictions"], ref["dev_label_ids"])[0, 1]
+    # The fixture's scores spread by only ~1e-3, so 1e-6 differences in them move Pearson ~1e-5.
+    assert result["pearson"] == pytest.approx(expected, abs=1e-4)
+    assert result["MSE"] == pytest.approx(ref["per_example_loss"].mean(), abs=1e-5)
+  else:
+    expected = (ref["predictions"] == ref["dev_label_ids"]).mean()
+    assert result["eval_accuracy"] == pytest.approx(expected, abs=1e-6)
+  assert os.path.exists(tmp_path / "model.ckpt-best.index")
+  with open(tmp_path / "submit_results.tsv") as f:
+    submit = f.read().splitlines()
+  with open(tmp_path / "test_results.tsv") as f:
+    probabilities = [[float(x) for x in line.split("\t")] for line in f.read().splitlines()]
+  assert submit[0] == "index\tprediction" and len(submit) == 13 and len(probabilities) == 12
+  if task == "mrpc":
+    assert all(abs(sum(p) - 1) < 1e-5 for p in probabilities)
+    assert [s.split("\t")[1] for s in submit[1:]] == [str(int(p[1] > p[0])) for p in probabilities]
+
+
+def _learnable_task(directory):
+  """SST-2 layout: a corpus sentence is positive when it has the word "the"."""
+  with open(os.path.join(REPO_ROOT, "data", "sample", "corpus.txt"), encoding="utf-8") as f:
+    lines = [l.strip() for l in f if l.strip() and len(l.split()) <= 20]
+  random.Random(0).shuffle(lines)
+  label = lambda line: int("the" in line.lower().split())
+  os.makedirs(os.path.join(directory, "SST-2"))
+  splits = {"train": lines[:1200], "dev": lines[1200:1400], "test": lines[1400:1440]}
+  for split, rows in splits.items():
+    with open(os.path.join(directory, "SST-2", f"{split}.tsv"), "w", encoding="utf-8") as f:
+      f.write("index\tsentence\n" if split == "test" else "sentence\tlabel\n")
+      for i, line in enumerate(rows):
+        f.write(f"{i}\t{line}\n" if split == "test" else f"{line}\t{label(line)}\n")
+  return splits
+
+
+def _same_tokenization(texts):
+  from albert_tf.tokenization import FullTokenizer  # pylint: disable=import-outside-toplevel
+  from albert_tf.tokenization.in_graph import InGraphTokenizer  # pylint: disable=import-outside-toplevel
+  python, graph = FullTokenizer(spm_model_file=SPM), InGraphTokenizer(SPM)
+  packed = graph.pack(tf.constant(texts), max_seq_length=48)["input_ids"].numpy()
+  return np.array([python.convert_tokens_to_ids(["[CLS]"] + python.tokenize(t)[:46] + ["[SEP]"])
+                   == [i for i in row if i] for t, row in zip(texts, packed)])
+
+
+SERVE = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # registers the SentencePiece ops
+model = tf.saved_model.load(sys.argv[1])
+texts = json.load(open(sys.argv[2]))
+out = model.signatures["serving_default"](text=tf.constant(texts))
+spec = {k: tf.io.FixedLenFeature([48], tf.int64) for k in ("input_ids", "input_mask", "segment_ids")}
+records = [r.numpy() for r in tf.data.TFRecordDataset(sys.argv[3])]
+features = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(records, spec).items()}
+by_ids = model.signatures["tokens"](**features)
+assert "albert_tf" not in sys.modules
+print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
+                  "label": [x.decode() for x in out["label"].numpy()],
+                  "threshold": float(out["threshold"].numpy()),
+                  "tokens_probabilities": by_ids["probabilities"].numpy().tolist(),
+                  "tokens_label": [x.decode() for x in by_ids["label"].numpy()]}))
+"""
+
+
+def test_fine_tune_predict_export(tmp_path):
+  splits = _learnable_task(str(tmp_path / "glue"))
+  out, export = tmp_path / "out", tmp_path / "export"
+  _run(["--task_name=SST-2", f"--data_dir={tmp_path / 'glue'}", f"--output_dir={out}",
+        "--max_seq_length=48", "--do_train", "--do_eval", "--do_predict",
+        "--train_batch_size=16", "--eval_batch_size=32", "--learning_rate=1e-3",
+        "--train_step=300", "--warmup_step=60", "--save_checkpoints_steps=100",
+        "--random_seed=1", "--data_seed=1", f"--export_dir={export}",
+        "--threshold_to_export=0.7"])
+  results = _eval_results(out / "eval_results.txt")
+  assert [r["global_step"] for r in results] == [100, 200, 300]
+  best = max(r["eval_accuracy"] for r in results)
+  assert best > 0.85  # chance is about 0.5
+  best_step = [r["global_step"] for r in results if r["eval_accuracy"] == best][0]
+  with open(out / "best_trial.txt") as f:
+    assert f.read().split(":")[:2] == ["300", str(int(best_step))]
+  reader = tf.train.load_checkpoint(str(out / "model.ckpt-best"))
+  assert reader.get_tensor("global_step") == best_step
+  assert reader.get_tensor("output_weights").shape == (2, 32)
+
+  with open(out / "test_results.tsv") as f:
+    probabilities = np.array([[float(x) for x in line.split("\t")] for line in f])
+  with open(out / "submit_results.tsv") as f:
+    submit = [line.rstrip("\n").split("\t") for line in f][1:]
+  assert [s[0] for s in submit] == [str(i) for i in range(40)]
+  truth = [int("the" in line.lower().split()) for line in splits["test"]]
+  assert np.mean([int(s[1]) == t for s, t in zip(submit, truth)]) > 0.8
+
+  [version] = os.listdir(export)
+  (tmp_path / "texts.json").write_text(json.dumps(splits["test"]))
+  served = subprocess.run([sys.executable, "-c", SERVE, str(export / version),
+                           str(tmp_path / "texts.json"), str(out / "predict.tf_record")],
+                          cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+  assert served.returncode == 0, served.stderr[-3000:]
+  served = json.loads(served.stdout.strip().splitlines()[-1])
+  # From the binary's features, the SavedModel gives the binary's predictions.
+  np.testing.assert_allclose(served["tokens_probabilities"], probabilities, atol=1e-5)
+  assert served["tokens_label"] == [s[1] for s in submit]
+  # From raw text it tokenizes in the graph: the same labels, and the same probabilities where
+  # tensorflow-text's SentencePiece segments as the Python one does (it differs on a few runs of
+  # repeated symbols such as "******"; see albert_tf/tokenization/in_graph.py).
+  assert served["label"] == [s[1] for s in submit]
+  same = _same_tokenization(splits["test"])
+  assert sum(same) >= 36
+  np.testing.assert_allclose(np.array(served["probabilities"])[same], probabilities[same],
+                             atol=1e-5)
+  assert served["threshold"] == pytest.approx(0.7)
+
+
+def test_bad_input(tmp_path):
+  data = f"--data_dir={os.path.join(GLUE, 'glue_data')}"
+  r = _run(["--task_name=nope", data, f"--output_dir={tmp_path}", "--do_eval"], check=False)
+  assert r.returncode != 0 and "Task not found: nope" in r.stderr
+  r = _run(["--task_name=mrpc", data, f"--output_dir={tmp_path}", "--do_eval",
+            "--max_seq_length=65"], check=False)
+  assert r.returncode != 0 and "only trained up to sequence length 64" in r.stderr
+  r = _run(["--task_name=mrpc", f"--data_dir={tmp_path}", f"--output_dir={tmp_path}",
+            "--do_eval", "--max_seq_length=48"], check=False)
+  assert r.returncode != 0 and "data file not found" in r.stderr
+  r = _run(["--task_name=mrpc", data, f"--output_dir={tmp_path}"], check=False)
+  assert r.returncode != 0 and "do_train" in r.stderr
