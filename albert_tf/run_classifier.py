@@ -246,6 +246,7 @@ class ClassifierJob:
 
   def write_predictions(self, predict_file, num_real):
     # pylint: disable=import-outside-toplevel
+    from albert_tf.data.files import write_text_atomically
     from albert_tf.finetuning.glue import PaddingInputExample
     # pylint: enable=import-outside-toplevel
     examples = [e for e in self.processor.get_test_examples(FLAGS.data_dir)
@@ -259,10 +260,7 @@ class ClassifierJob:
       submit_lines.append(f"{example.guid}\t{label}")
     if self.chief:
       for name, lines in (("test_results.tsv", test_lines), ("submit_results.tsv", submit_lines)):
-        path = os.path.join(FLAGS.output_dir, name)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-          f.write("\n".join(lines) + "\n")
-        os.replace(path + ".tmp", path)
+        write_text_atomically(os.path.join(FLAGS.output_dir, name), "\n".join(lines) + "\n")
     _log(f"wrote predictions of {len(test_lines)} examples to {FLAGS.output_dir}/test_results.tsv "
          "and submit_results.tsv")
 

@@ -82,7 +82,7 @@ def main(argv):
   # Heavy imports after flag parsing, so that --help is quick.
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
-  from albert_tf.data.files import expand_input_patterns  # pylint: disable=import-outside-toplevel
+  from albert_tf.data.files import expand_input_patterns, write_text_atomically  # pylint: disable=import-outside-toplevel
   from albert_tf.data.pipeline import pretraining_dataset  # pylint: disable=import-outside-toplevel
   from albert_tf.models import AlbertPretrainer  # pylint: disable=import-outside-toplevel
   from albert_tf.optimization import create_optimizer  # pylint: disable=import-outside-toplevel
@@ -148,11 +148,8 @@ def main(argv):
     result = runner.evaluate(iterator(False, FLAGS.eval_batch_size), FLAGS.max_eval_steps)
     _log("***** Eval results *****")
     if chief:
-      path = os.path.join(FLAGS.output_dir, "eval_results.txt")
-      with open(path + ".tmp", "w") as f:
-        for key in sorted(result):
-          f.write(f"{key} = {result[key]}\n")
-      os.replace(path + ".tmp", path)
+      write_text_atomically(os.path.join(FLAGS.output_dir, "eval_results.txt"),
+                            "".join(f"{key} = {result[key]}\n" for key in sorted(result)))
     for key in sorted(result):
       _log(f"  {key} = {result[key]}")
   if not chief:

@@ -1,4 +1,4 @@
-"""Input file lists from the binaries' comma-separated globs (one function for every binary)."""
+"""Input file lists from the binaries' comma-separated globs, and atomic text outputs."""
 
 import glob
 import os
@@ -23,3 +23,12 @@ def expand_input_patterns(patterns):
   if not files:
     raise FileNotFoundError(f"no input files match {patterns!r}")
   return files
+
+
+def write_text_atomically(path, text):
+  """Writes `<path>.tmp-<pid>` and renames it over path: readers see the old or the new file,
+  never a half-written one."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with open(tmp, "w", encoding="utf-8") as f:
+    f.write(text)
+  os.replace(tmp, path)

@@ -9,6 +9,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.data.files import write_text_atomically
+
 
 class Predictor:
   """Collects `fn(features)` (a dict of per-example tensors, batch-major) over a dataset, in
@@ -48,12 +50,6 @@ def checkpoint_steps(directory):
   return dict(sorted(found.items()))
 
 
-def _write_atomically(path, text):
-  with open(path + ".tmp", "w", encoding="utf-8") as f:
-    f.write(text)
-  os.replace(path + ".tmp", path)
-
-
 class BestCheckpointTracker:
   """The original's eval bookkeeping, resumable.
 
@@ -88,5 +84,5 @@ class BestCheckpointTracker:
       save_best()
       self.best_value, self.best_step = float(value), step
     self.last_step = step
-    _write_atomically(self.trial_file, f"{step}:{self.best_step}:{self.best_value}")
+    write_text_atomically(self.trial_file, f"{step}:{self.best_step}:{self.best_value}")
     return improved

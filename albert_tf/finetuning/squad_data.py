@@ -1,0 +1,308 @@
+"""SQuAD examples and features as the original's squad_utils makes them.
+
+SentencePiece pieces of the normalised paragraph are aligned back to characters of the raw
+paragraph with the original's banded longest-common-subsequence match, so that answers can be cut
+from the raw text; long paragraphs become overlapping windows (doc_stride), and each token records
+whether the window is its "max context" one.
+"""
+
+import collections
+import dataclasses
+import json
+import os
+from typing import Optional
+
+import numpy as np
+
+from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
+from albert_tf.tokenization.full import encode_ids, encode_pieces
+from albert_tf.tokenization.text import preprocess_text
+
+SPIECE_UNDERLINE = "\u2581"
+FIRST_UNIQUE_ID = 1000000000
+
+
+@dataclasses.dataclass
+class SquadExample:
+  """One question on a paragraph; start_position is a character offset into paragraph_text
+  (training only; -1 for unanswerable questions)."""
+  qas_id: str
+  question_text: str
+  paragraph_text: str
+  orig_answer_text: Optional[str] = None
+  start_position: Optional[int] = None
+  end_position: Optional[int] = None
+  is_impossible: bool = False
+
+
+@dataclasses.dataclass
+class InputFeatures:
+  """One window of one example. tok_*_to_orig_index map the window's paragraph tokens to
+  character offsets of the raw paragraph; token_is_max_context is keyed by position in `tokens`.
+  """
+  unique_id: int
+  example_index: Optional[int]
+  doc_span_index: int
+  tok_start_to_orig_index: list
+  tok_end_to_orig_index: list
+  token_is_max_context: dict
+  tokens: list
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+  paragraph_len: int
+  p_mask: list
+  start_position: Optional[int] = None
+  end_position: Optional[int] = None
+  is_impossible: Optional[bool] = None
+
+
+def read_squad_examples(input_file, is_training):
+  """SquadExamples of a SQuAD v1.1/v2.0 json file, in file order."""
+  if not os.path.exists(input_file):
+    raise FileNotFoundError(f"SQuAD file not found: {input_file}")
+  with open(input_file, encoding="utf-8") as f:
+    data = json.load(f)["data"]
+  examples = []
+  for entry in data:
+    for paragraph in entry["paragraphs"]:
+      for qa in paragraph["qas"]:
+        start, answer, impossible = None, None, False
+        if is_training:
+          impossible = qa.get("is_impossible", False)
+          if len(qa["answers"]) != 1 and not impossible:
+            raise ValueError(f"For training, each question should have exactly 1 answer "
+                             f"(question {qa['id']} has {len(qa['answers'])}).")
+          if impossible:
+            start, answer = -1, ""
+          else:
+            answer = qa["answers"][0]["text"]
+            start = qa["answers"][0]["answer_start"]
+        examples.append(SquadExample(qa["id"], qa["question"], paragraph["context"], answer,
+                                     start, is_impossible=impossible))
+  return examples
+
+
+def _lcs_alignment(paragraph_text, tok_cat_text, do_lower_case, max_dist):
+  """The original's banded LCS between raw characters and the pieces' text.
+
+  Returns (score at the last cell, back-pointers {(i, j): 0 up, 1 left, 2 match}).
+  """
+  n, m = len(paragraph_text), len(tok_cat_text)
+  f = np.zeros((n, m), dtype=np.float32)
+  g = {}
+  # A raw character matches when it normalises to exactly the piece character.
+  normalised = [preprocess_text(c, lower=do_lower_case, remove_space=False)
+                for c in paragraph_text]
+  for i in range(n):
+    for j in range(max(i - max_dist, 0), min(i + max_dist, m)):
+      if i > 0:
+        g[(i, j)] = 0
+        f[i, j] = f[i - 1, j]
+      if j > 0 and f[i, j - 1] > f[i, j]:
+        g[(i, j)] = 1
+        f[i, j] = f[i, j - 1]
+      f_prev = f[i - 1, j - 1] if i > 0 and j > 0 else 0
+      if normalised[i] == tok_cat_text[j] and f_prev + 1 > f[i, j]:
+        g[(i, j)] = 2
+        f[i, j] = f_prev + 1
+  return (f[n - 1, m - 1] if n and m else 0.0), g
+
+
+def _convert_index(index, pos, m=None, is_start=True):
+  """index[pos], or for an unaligned position a neighbour's value as the original picks it."""
+  if index[pos] is not None:
+    return index[pos]
+  n = len(index)
+  rear = pos
+  while rear < n - 1 and index[rear] is None:
+    rear += 1
+  front = pos
+  while front > 0 and index[front] is None:
+    front -= 1
+  if index[front] is None and index[rear] is None:
+    raise ValueError("no aligned position to convert from")
+  if index[front] is None:
+    if index[rear] >= 1:
+      return 0 if is_start else index[rear] - 1
+    return index[rear]
+  if index[rear] is None:
+    if m is not None and index[front] < m - 1:
+      return index[front] + 1 if is_start else m - 1
+    return index[front]
+  if is_start:
+    return index[front] + 1 if index[rear] > index[front] + 1 else index[rear]
+  return index[rear] - 1 if index[rear] > index[front] + 1 else index[front]
+
+
+def align_pieces(paragraph_text, para_tokens, do_lower_case):
+  """Character offsets (start, end) in paragraph_text of each piece, and the char-level maps
+  needed for answers; None when the alignment fails (the original skips such examples)."""
+  chartok_to_tok_index, tok_start_to_chartok, tok_end_to_chartok = [], [], []
+  count = 0
+  for i, token in enumerate(para_tokens):
+    text = token.replace(SPIECE_UNDERLINE, " ")
+    chartok_to_tok_index.extend([i] * len(text))
+    tok_start_to_chartok.append(count)
+    count += len(text)
+    tok_end_to_chartok.append(count - 1)
+  tok_cat_text = "".join(para_tokens).replace(SPIECE_UNDERLINE, " ")
+  n, m = len(paragraph_text), len(tok_cat_text)
+
+  max_dist = abs(n - m) + 5
+  for _ in range(2):
+    score, g = _lcs_alignment(paragraph_text, tok_cat_text, do_lower_case, max_dist)
+    if score > 0.8 * n:
+      break
+    max_dist *= 2
+
+  orig_to_chartok = [None] * n
+  chartok_to_orig = [None] * m
+  i, j = n - 1, m - 1
+  while i >= 0 and j >= 0 and (i, j) in g:
+    if g[(i, j)] == 2:
+      orig_to_chartok[i] = j
+      chartok_to_orig[j] = i
+      i, j = i - 1, j - 1
+    elif g[(i, j)] == 1:
+      j -= 1
+    else:
+      i -= 1
+  if all(v is None for v in orig_to_chartok) or score < 0.8 * n:
+    return None
+  starts = [_convert_index(chartok_to_orig, s, n, is_start=True) for s in tok_start_to_chartok]
+  ends = [_convert_index(chartok_to_orig, e, n, is_start=False) for e in tok_end_to_chartok]
+  return starts, ends, orig_to_chartok, chartok_to_tok_index
+
+
+def doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
+  """(start, length) windows over the paragraph tokens, advancing by doc_stride."""
+  spans, start = [], 0
+  while start < num_tokens:
+    length = min(num_tokens - start, max_tokens_for_doc)
+    spans.append((start, length))
+    if start + length == num_tokens:
+      break
+    start += min(length, doc_stride)
+  return spans
+
+
+def is_max_context(spans, span_index, position):
+  """Whether span span_index gives `position` its most balanced context (min of left and right
+  context, plus 0.01 x span length; the first best span wins)."""
+  best_score, best_index = None, None
+  for index, (start, length) in enumerate(spans):
+    end = start + length - 1
+    if position < start or position > end:
+      continue
+    score = min(position - start, end - position) + 0.01 * length
+    if best_score is None or score > best_score:
+      best_score, best_index = score, index
+  return span_index == best_index
+
+
+def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
+                                 max_query_length, is_training, output_fn, do_lower_case,
+                                 log=None):
+  """Calls output_fn(InputFeatures) for every window of every example, unique ids counting up
+  from 1000000000. Examples whose pieces cannot be aligned to the paragraph are skipped (as the
+  original's "MISMATCH DETECTED"). Returns the number of features."""
+  sp = tokenizer.sp_model
+  if sp is None:
+    raise ValueError("SQuAD features need a SentencePiece model (--spm_model_file)")
+  cls_id, sep_id = sp.PieceToId("[CLS]"), sp.PieceToId("[SEP]")
+  unique_id = FIRST_UNIQUE_ID
+  for example_index, example in enumerate(examples):
+    if log is not None and example_index % 1000 == 0:
+      log(f"Converting {example_index}/{len(examples)}")
+    query = encode_ids(sp, preprocess_text(example.question_text, lower=do_lower_case))
+    query = query[:max_query_length]
+    para_tokens = encode_pieces(sp, preprocess_text(example.paragraph_text,
+                                                    lower=do_lower_case))
+    aligned = align_pieces(example.paragraph_text, para_tokens, do_lower_case)
+    if aligned is None:
+      if log is not None:
+        log(f"MISMATCH DETECTED: skipping example {example.qas_id}")
+      continue
+    tok_start_to_orig, tok_end_to_orig, orig_to_chartok, chartok_to_tok = aligned
+
+    tok_start = tok_end = None
+    if is_training and example.is_impossible:
+      tok_start = tok_end = 0
+    elif is_training:
+      end_char = example.start_position + len(example.orig_answer_text) - 1
+      tok_start = chartok_to_tok[_convert_index(orig_to_chartok, example.start_position,
+                                                is_start=True)]
+      tok_end = chartok_to_tok[_convert_index(orig_to_chartok, end_char, is_start=False)]
+
+    doc_ids = [sp.PieceToId(t) for t in para_tokens]
+    spans = doc_spans(len(doc_ids), max_seq_length - len(query) - 3, doc_stride)
+    for span_index, (span_start, span_length) in enumerate(spans):
+      ids = [cls_id] + query + [sep_id]
+      segment_ids = [0] * len(ids)
+      p_mask = [0] + [1] * (len(query) + 1)
+      max_context = {}
+      for k in range(span_start, span_start + span_length):
+        max_context[len(ids)] = is_max_context(spans, span_index, k)
+        ids.append(doc_ids[k])
+      ids.append(sep_id)
+      segment_ids += [1] * (span_length + 1)
+      p_mask += [0] * span_length + [1]
+      paragraph_len = len(ids)
+      pad = max_seq_length - len(ids)
+      input_mask = [1] * len(ids) + [0] * pad
+      ids, segment_ids, p_mask = ids + [0] * pad, segment_ids + [0] * pad, p_mask + [1] * pad
+      tokens = [sp.IdToPiece(i) for i in ids]  # padding included, as the original's
+
+      impossible = example.is_impossible
+      start_position = end_position = None
+      if is_training:
+        span_end = span_start + span_length - 1
+        if impossible or not span_start <= tok_start <= tok_end <= span_end:
+          start_position = end_position = 0
+          impossible = True
+        else:
+          offset = len(query) + 2
+          start_position = tok_start - span_start + offset
+          end_position = tok_end - span_start + offset
+      output_fn(InputFeatures(
+          unique_id=unique_id, example_index=None if is_training else example_index,
+          doc_span_index=span_index,
+          tok_start_to_orig_index=tok_start_to_orig[span_start:span_start + span_length],
+          tok_end_to_orig_index=tok_end_to_orig[span_start:span_start + span_length],
+          token_is_max_context=max_context, tokens=tokens, input_ids=ids,
+          input_mask=input_mask, segment_ids=segment_ids, paragraph_len=paragraph_len,
+          p_mask=p_mask, start_position=start_position, end_position=end_position,
+          is_impossible=impossible))
+      unique_id += 1
+  return unique_id - FIRST_UNIQUE_ID
+
+
+class FeatureWriter:
+  """Writes InputFeatures as the original's tf.train.Examples (atomically, on close())."""
+
+  def __init__(self, filename, is_training):
+    self.filename = filename
+    self.is_training = is_training
+    self.num_features = 0
+    self._writer = AtomicTFRecordWriter(filename)
+
+  def process_feature(self, feature):
+    self.num_features += 1
+    fields = collections.OrderedDict(
+        unique_ids=int64_feature([feature.unique_id]),
+        input_ids=int64_feature(feature.input_ids),
+        input_mask=int64_feature(feature.input_mask),
+        segment_ids=int64_feature(feature.segment_ids),
+        p_mask=int64_feature(feature.p_mask))
+    if self.is_training:
+      fields["start_positions"] = int64_feature([feature.start_position])
+      fields["end_positions"] = int64_feature([feature.end_position])
+      fields["is_impossible"] = int64_feature([int(bool(feature.is_impossible))])
+    self._writer.write(encode_example(fields))
+
+  def close(self):
+    self._writer.close()
+
+  def abort(self):
+    self._writer.abort()
