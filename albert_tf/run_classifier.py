@@ -181,6 +181,7 @@ class ClassifierJob:
     label_ids, is_real_example."""
     # pylint: disable=import-outside-toplevel
     from albert_tf.finetuning.evaluation import Predictor
+    from albert_tf.finetuning.inputs import EXAMPLE_INDEX, in_file_order
     from albert_tf.models import classification_losses
     # pylint: enable=import-outside-toplevel
     if not hasattr(self, "_predictor"):
@@ -189,9 +190,10 @@ class ClassifierJob:
                                     features["label_ids"], self.regression)
         return {"probabilities": out["probabilities"], "predictions": out["predictions"],
                 "per_example_loss": out["per_example_loss"], "label_ids": features["label_ids"],
-                "is_real_example": features["is_real_example"]}
+                "is_real_example": features["is_real_example"],
+                EXAMPLE_INDEX: features[EXAMPLE_INDEX]}
       self._predictor = Predictor(self.strategy, fn)
-    return self._predictor.run(self.dataset(path, batch_size, is_training=False))
+    return in_file_order(self._predictor.run(self.dataset(path, batch_size, is_training=False)))
 
   # -- evaluation -------------------------------------------------------------------------------
   def evaluate_current(self, eval_file, tracker, step):

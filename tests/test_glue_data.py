@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.finetuning import classifier_data, glue
-from albert_tf.finetuning.inputs import classifier_features, feature_dataset, trimmed_length
+from albert_tf.finetuning.inputs import (classifier_features, feature_dataset, in_file_order,
+                                        trimmed_length)
 from albert_tf.tokenization import FullTokenizer
 from helpers import TESTDATA
 from tfrecord_utils import read_examples
@@ -83,14 +84,23 @@ def test_padding_example_has_no_weight(tokenizer):
 def test_dynamic_batches_keep_every_real_token():
   path = os.path.join(GLUE, "expected", "sst-2_dev.tfrecord")  # real lengths 7 to 48
   spec = classifier_features(48)
-  full = list(feature_dataset(path, spec, 3, False, 48, dynamic_length=False))
+  [full] = list(feature_dataset(path, spec, 12, False, 48, dynamic_length=False))
   trimmed = list(feature_dataset(path, spec, 3, False, 48))
-  assert [b["input_ids"].shape for b in trimmed] == [(3, 48), (3, 24), (3, 48), (3, 40)]
-  for f, t in zip(full, trimmed):
+  assert sorted(b["input_ids"].shape[1] for b in trimmed) == [16, 24, 48, 48]
+  seen = []
+  for t in trimmed:
     n = t["input_ids"].shape[1]
-    assert int(tf.reduce_sum(f["input_mask"][:, n:])) == 0
-    np.testing.assert_array_equal(f["input_ids"][:, :n], t["input_ids"])
-    np.testing.assert_array_equal(f["label_ids"], t["label_ids"])
+    lengths = tf.reduce_sum(t["input_mask"], 1).numpy()
+    assert n == min(48, -(-lengths.max() // 8) * 8)
+    for row, index in enumerate(t["example_index"].numpy()):
+      seen.append(index)
+      assert int(tf.reduce_sum(full["input_mask"][index, n:])) == 0
+      np.testing.assert_array_equal(full["input_ids"][index, :n], t["input_ids"][row])
+      assert full["label_ids"][index] == t["label_ids"][row]
+  assert sorted(seen) == list(range(12))
+  restored = in_file_order({k: np.concatenate([b[k].numpy() for b in trimmed])
+                            for k in ("example_index", "label_ids")})
+  np.testing.assert_array_equal(restored["label_ids"], full["label_ids"])
   assert int(trimmed_length(tf.zeros([0, 48], tf.int32), 48)) == 8
 
 

@@ -177,7 +177,8 @@ def test_fine_tune_predict_export(tmp_path):
 
 def test_bad_input(tmp_path):
   data = f"--data_dir={os.path.join(GLUE, 'glue_data')}"
-  r = _run(["--task_name=nope", data, f"--output_dir={tmp_path}", "--do_eval"], check=False)
+  r = _run(["--task_name=nope", data, f"--output_dir={tmp_path}", "--do_eval",
+            "--max_seq_length=48"], check=False)
   assert r.returncode != 0 and "Task not found: nope" in r.stderr
   r = _run(["--task_name=mrpc", data, f"--output_dir={tmp_path}", "--do_eval",
             "--max_seq_length=65"], check=False)

@@ -1,22 +1,24 @@
-"""tf.data input for fine-tuning feature files: batches trimmed to their longest real sequence,
-and training batches bucketed by length, so that short GLUE sentences do not pay for 128 or 512
-padded positions.
+"""tf.data input for fine-tuning feature files: examples grouped into batches of similar length
+and each batch trimmed to its longest real sequence, so that short GLUE sentences do not pay for
+128 or 512 padded positions. Eval and predict outputs go back to file order by example_index.
 
 Trimming drops only padding columns (input_mask 0 in every row of the batch). Padded keys add
 -10000 to the attention logits, which underflows to exactly 0 after the softmax, so the outputs
 at real positions are the same as with full padding, up to float summation order.
 """
 
+import numpy as np
 import tensorflow as tf
 
-SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "p_mask")
+EXAMPLE_INDEX = "example_index"
 
 
 def trimmed_length(input_mask, max_seq_length, length_multiple=8):
   """The batch's longest real sequence rounded up to length_multiple (capped at max_seq_length).
 
   Rounding bounds the number of distinct shapes (each one is a separate trace / XLA compile).
-  input_mask int [B, T] -> int32 scalar (at least 1, for an empty batch).
+  input_mask int [..., T] -> int32 scalar (at least 1, for an empty batch).
   """
   longest = tf.reduce_max(tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=-1))
   longest = tf.maximum(longest, 1)
@@ -25,48 +27,66 @@ def trimmed_length(input_mask, max_seq_length, length_multiple=8):
 
 
 def trim_batch(batch, max_seq_length, length_multiple=8, sequence_features=SEQUENCE_FEATURES):
-  """Cuts the [B, T] sequence features of a batch to trimmed_length columns."""
+  """Cuts the [..., T] sequence features of a batch to trimmed_length positions."""
   length = trimmed_length(batch["input_mask"], max_seq_length, length_multiple)
-  return {name: (value[:, :length] if name in sequence_features else value)
+  return {name: (value[..., :length] if name in sequence_features else value)
           for name, value in batch.items()}
 
 
-def _decoder(name_to_features):
-  def decode(record):
+def _decoder(name_to_features, shapes):
+  def decode(index, record):
     example = tf.io.parse_single_example(record, name_to_features)
     # int64 in tf.Example; int32 for the model (and TPUs).
-    return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
+    example = {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
+    example = {k: tf.reshape(v, shapes[k]) if k in shapes else v for k, v in example.items()}
+    example[EXAMPLE_INDEX] = tf.cast(index, tf.int32)
+    return example
   return decode
+
+
+def _by_length(dataset, batch_size, max_seq_length, bucket_width, drop_remainder):
+  """Batches of examples of similar real length (buckets bucket_width tokens wide)."""
+  boundaries = list(range(bucket_width + 1, max_seq_length + 1, bucket_width))
+  return dataset.bucket_by_sequence_length(
+      lambda ex: tf.reduce_max(tf.reduce_sum(ex["input_mask"], axis=-1)), boundaries,
+      [batch_size] * (len(boundaries) + 1), drop_remainder=drop_remainder)
 
 
 def feature_dataset(input_files, name_to_features, batch_size, is_training, max_seq_length,
                     drop_remainder=False, dynamic_length=True, length_multiple=8,
-                    bucket_width=16, shuffle_buffer=100, seed=None, input_context=None):
-  """Batches of decoded feature records.
+                    bucket_width=16, shuffle_buffer=100, seed=None, input_context=None,
+                    shapes=None, sequence_features=SEQUENCE_FEATURES):
+  """Batches of decoded feature records, each with its record number as `example_index`.
 
-  Training: repeated, shuffled, and (with dynamic_length) grouped into batches of similar length
-  (buckets bucket_width tokens wide) before trimming. Eval/predict: file order, each batch trimmed.
-  batch_size is global; with input_context the per-replica share is returned, files or records
-  sharded over input pipelines.
+  Training: repeated and shuffled. With dynamic_length, examples are grouped into batches of
+  similar length (eval and predict too: restore file order with `example_index`, see
+  `in_file_order`) and each batch is trimmed. batch_size is global; with input_context the
+  per-replica share is returned, records sharded over input pipelines. `shapes` reshapes
+  features after parsing (e.g. RACE's [4 * T] to [4, T]).
   """
   if input_context is not None:
     batch_size = input_context.get_per_replica_batch_size(batch_size)
-  d = tf.data.TFRecordDataset(input_files)
+  d = tf.data.TFRecordDataset(input_files).enumerate()
   if input_context is not None and input_context.num_input_pipelines > 1:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
   if is_training:
     d = d.repeat().shuffle(shuffle_buffer, seed=seed)
-  d = d.map(_decoder(name_to_features), num_parallel_calls=tf.data.AUTOTUNE)
-  if is_training and dynamic_length:
-    boundaries = list(range(bucket_width + 1, max_seq_length + 1, bucket_width))
-    d = d.bucket_by_sequence_length(
-        lambda ex: tf.reduce_sum(ex["input_mask"]), boundaries,
-        [batch_size] * (len(boundaries) + 1), drop_remainder=True)
+  d = d.map(_decoder(name_to_features, shapes or {}), num_parallel_calls=tf.data.AUTOTUNE)
+  drop = drop_remainder or is_training
+  if dynamic_length and (is_training or not drop_remainder):
+    d = _by_length(d, batch_size, max_seq_length, bucket_width, drop)
   else:
-    d = d.batch(batch_size, drop_remainder=drop_remainder or is_training)
+    d = d.batch(batch_size, drop_remainder=drop)
   if dynamic_length:
-    d = d.map(lambda b: trim_batch(b, max_seq_length, length_multiple))
+    d = d.map(lambda b: trim_batch(b, max_seq_length, length_multiple, sequence_features))
   return d.prefetch(tf.data.AUTOTUNE)
+
+
+def in_file_order(outputs):
+  """Reorders collected per-example outputs ({name: [N, ...]}, with example_index) to the
+  feature file's order."""
+  order = np.argsort(outputs[EXAMPLE_INDEX], kind="stable")
+  return {name: value[order] for name, value in outputs.items()}
 
 
 def classifier_features(max_seq_length, regression=False):
