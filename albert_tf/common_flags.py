@@ -37,6 +37,10 @@ def define_run_flags():
   flags.DEFINE_integer("cpu_devices", 0,
                        "If > 1, split the CPU into this many logical devices (to try "
                        "--strategy=mirrored without accelerators).")
+  flags.DEFINE_integer("data_seed", None,
+                       "Seed of the training input order (default: unseeded, as the original). "
+                       "A seeded input restarts at every checkpoint with seed data_seed + step, "
+                       "so an interrupted run resumes exactly as if it had not stopped.")
   flags.DEFINE_integer("random_seed", None,
                        "Seed of the weight initialisation and dropout (default: unseeded).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,

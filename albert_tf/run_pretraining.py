@@ -53,10 +53,6 @@ flags.DEFINE_float("masked_lm_budget", 0,
 flags.DEFINE_string("spm_model_file", None,
                     "With --masked_lm_budget: the SentencePiece model, for the ids of [CLS], "
                     "[SEP], [MASK] (default 2, 3, 4 as ALBERT's).")
-flags.DEFINE_integer("data_seed", None,
-                     "Seed of the training input order (default: unseeded, as the original). "
-                     "A seeded input restarts at every checkpoint with seed data_seed + step, so "
-                     "an interrupted run resumes exactly as if it had not stopped.")
 common_flags.define_run_flags()
 
 

@@ -66,7 +66,8 @@ def test_four_adamw_updates(task):
                   ClassificationObjective(regression))
   train_file = os.path.join(FINETUNING, "glue", "expected", f"{task}_train.tfrecord")
   batch = next(iter(feature_dataset(train_file, classifier_features(48, regression), 4,
-                                    is_training=False, max_seq_length=48)))
+                                    is_training=False, max_seq_length=48,
+                                    dynamic_length=False)))  # the first 4 records
   iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
   losses = [runner.train_steps(iterator, 1)["loss"] for _ in range(4)]
   final = classification_losses(model(batch)["logits"], batch["label_ids"], regression)["loss"]

@@ -3,6 +3,7 @@
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.encoder import AlbertModel
 from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.models.span_labeler import AlbertSpanLabeler, AlbertSquadV2
 
 # Names in a TF1 checkpoint that are never model weights.
 OPTIMIZER_SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/lamb_m",
@@ -70,6 +71,27 @@ def classifier_variables(classifier):
   return names
 
 
+def span_labeler_variables(model):
+  """SQuAD v1.1: the encoder plus cls/squad/output_weights [2, H] and output_bias [2]."""
+  names = encoder_variables(model.encoder)
+  names["cls/squad/output_weights"] = model.span_logits.logits.output_weights
+  names["cls/squad/output_bias"] = model.span_logits.logits.output_bias
+  return names
+
+
+def squad_v2_variables(model):
+  """SQuAD 2.0: the encoder plus the original's start_logits/, end_logits/, answer_class/."""
+  head = model.head
+  names = encoder_variables(model.encoder)
+  names.update(_dense("start_logits/dense", head.start_dense))
+  names.update(_dense("end_logits/dense_0", head.end_dense_0))
+  names.update(_layer_norm("end_logits/LayerNorm", head.end_layer_norm))
+  names.update(_dense("end_logits/dense_1", head.end_dense_1))
+  names.update(_dense("answer_class/dense_0", head.answer_dense_0))
+  names["answer_class/dense_1/kernel"] = head.answer_dense_1.kernel
+  return names
+
+
 def _pretrainer_parts(model):
   return {"encoder": model.encoder, "masked_lm": model.masked_lm,
           "sentence_order": model.sentence_order}
@@ -79,6 +101,10 @@ def _pretrainer_parts(model):
 # (object-based) checkpoints hold it. Most specific class first.
 _LAYOUTS = [
     (AlbertPretrainer, pretrainer_variables, _pretrainer_parts),
+    (AlbertSpanLabeler, span_labeler_variables,
+     lambda model: {"encoder": model.encoder, "span_logits": model.span_logits}),
+    (AlbertSquadV2, squad_v2_variables,
+     lambda model: {"encoder": model.encoder, "squad_v2_head": model.head}),
     (AlbertClassifier, classifier_variables,
      lambda model: {"encoder": model.encoder, "classifier": model.classifier}),
     (AlbertModel, encoder_variables, lambda model: {"encoder": model}),

@@ -89,12 +89,13 @@ def in_file_order(outputs):
   return {name: value[order] for name, value in outputs.items()}
 
 
-def classifier_features(max_seq_length, regression=False):
-  """The parsing spec of the classifier's feature records."""
+def classifier_features(max_seq_length, regression=False, num_choices=1):
+  """The parsing spec of the classifier's feature records (RACE's: num_choices sequences)."""
+  length = max_seq_length * num_choices
   return {
-      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_ids": tf.io.FixedLenFeature([length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([length], tf.int64),
       "label_ids": tf.io.FixedLenFeature([], tf.float32 if regression else tf.int64),
       "is_real_example": tf.io.FixedLenFeature([], tf.int64),
   }

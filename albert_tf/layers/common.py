@@ -32,12 +32,14 @@ def attention_mask_adder(input_mask, dtype):
 class Dense(keras.layers.Layer):
   """y = act(x @ kernel + bias) on the last axis, with the original's initializers.
 
-  Shapes: x [..., input_dim] -> y [..., units]; kernel [input_dim, units], bias [units].
+  Shapes: x [..., input_dim] -> y [..., units]; kernel [input_dim, units], bias [units] (none
+  with use_bias=False).
   """
 
-  def __init__(self, units, activation=None, initializer_range=0.02, **kwargs):
+  def __init__(self, units, activation=None, initializer_range=0.02, use_bias=True, **kwargs):
     super().__init__(**kwargs)
     self.units = units
+    self.use_bias = use_bias
     self.activation_name = activation
     self.activation = get_activation(activation)
     self.initializer_range = initializer_range
@@ -46,15 +48,18 @@ class Dense(keras.layers.Layer):
     input_dim = int(input_shape[-1])
     self.kernel = self.add_weight(name="kernel", shape=(input_dim, self.units),
                                   initializer=truncated_normal(self.initializer_range))
-    self.bias = self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
+    self.bias = (self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
+                 if self.use_bias else None)
     self.built = True
 
   def call(self, x):
-    y = tf.tensordot(x, self.kernel, axes=[[x.shape.rank - 1], [0]]) + self.bias
+    y = tf.tensordot(x, self.kernel, axes=[[x.shape.rank - 1], [0]])
+    if self.bias is not None:
+      y = y + self.bias
     return self.activation(y) if self.activation is not None else y
 
   def get_config(self):
     config = super().get_config()
     config.update(units=self.units, activation=self.activation_name,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range, use_bias=self.use_bias)
     return config

@@ -1,0 +1,132 @@
+"""The GLUE fine-tuning job behind run_classifier (and, with its multiple-choice variant,
+run_race): processor, cached features, evaluation, prediction files, export."""
+
+import os
+import time
+
+from albert_tf.data.files import write_text_atomically
+from albert_tf.finetuning import glue
+from albert_tf.finetuning.classifier_data import file_based_convert_examples_to_features
+from albert_tf.finetuning.evaluation import batch_means
+from albert_tf.finetuning.inputs import EXAMPLE_INDEX, classifier_features, feature_dataset
+from albert_tf.finetuning.job import FineTuningJob, UsageError, log
+from albert_tf.finetuning.metrics import classifier_eval_metrics, key_metric
+from albert_tf.finetuning.objectives import ClassificationObjective
+from albert_tf.models import AlbertClassifier, classification_losses
+
+
+class ClassifierJob(FineTuningJob):
+  """A GLUE task: its processor, cached features, metrics and prediction files."""
+
+  def __init__(self, flag_values):
+    super().__init__(flag_values)
+    f = flag_values
+    self.task_name = f.task_name.lower()
+    try:
+      self.processor = glue.processor(self.task_name, use_spm=bool(f.spm_model_file),
+                                      do_lower_case=f.do_lower_case)
+    except ValueError as e:
+      raise UsageError(str(e)) from None
+    self.label_list = self.processor.get_labels()
+    self.regression = self.processor.spec.regression
+    self.cached_dir = f.cached_dir or f.output_dir
+    self.key_metric = key_metric(self.task_name)
+    log(f"task {self.task_name}")
+
+  def make_model(self):
+    return AlbertClassifier(self.config, len(self.label_list),
+                            dropout_rate=self.flags.classifier_dropout)
+
+  def objective(self):
+    return ClassificationObjective(self.regression)
+
+  def convert(self, examples, path):
+    file_based_convert_examples_to_features(examples, self.label_list, self.flags.max_seq_length,
+                                            self.tokenizer, path, self.regression, log)
+
+  def features_file(self, path, split, padded_batch=None, regenerate=False):
+    """Writes the split's features to path unless cached (predict's are always regenerated, as
+    the original). Returns (path, number of real examples)."""
+    examples = self.processor.get_examples(self.flags.data_dir, split)
+    real = len(examples)
+    if padded_batch:  # fixed TPU batches: pad with examples that carry no weight
+      examples += [glue.PaddingInputExample() for _ in range(-real % padded_batch)]
+    if regenerate or not os.path.exists(path):
+      if self.chief:
+        self.convert(examples, path)
+      log(f"wrote {len(examples)} {split} features ({real} real) to {path}")
+    else:
+      log(f"using cached features {path}")
+    return path, real
+
+  def cached_path(self, split):
+    """The original's cached feature file of a split."""
+    if split == "test":
+      return os.path.join(self.flags.output_dir, "predict.tf_record")
+    suffix = {"train": "train", "dev": "eval"}[split]
+    return os.path.join(self.cached_dir, f"{self.task_name}_{suffix}.tf_record")
+
+  def feature_spec(self):
+    return classifier_features(self.flags.max_seq_length, self.regression), None
+
+  def dataset(self, path, batch_size, is_training, seed=None, input_context=None):
+    f = self.flags
+    spec, shapes = self.feature_spec()
+    return feature_dataset(path, spec, batch_size, is_training, f.max_seq_length,
+                           drop_remainder=f.use_tpu, dynamic_length=f.dynamic_length,
+                           seed=seed, input_context=input_context, shapes=shapes)
+
+  def predict(self, path, batch_size):
+    """Per-example probabilities, predictions, per_example_loss, label_ids, is_real_example,
+    in file order."""
+    if not hasattr(self, "_predict"):
+      def fn(features):
+        out = classification_losses(self.model(features, training=False)["logits"],
+                                    features["label_ids"], self.regression)
+        return {"probabilities": out["probabilities"], "predictions": out["predictions"],
+                "per_example_loss": out["per_example_loss"],
+                "label_ids": features["label_ids"],
+                "is_real_example": features["is_real_example"],
+                EXAMPLE_INDEX: features[EXAMPLE_INDEX]}
+      self._predict = self.predictor(fn)
+    return self._predict(self.dataset(path, batch_size, is_training=False))
+
+  def evaluate(self, eval_file, batch_size=None):
+    batch_size = batch_size or self.flags.eval_batch_size
+    out = self.predict(eval_file, batch_size)
+    return classifier_eval_metrics(
+        self.task_name, out["label_ids"], out["predictions"], out["per_example_loss"],
+        out["is_real_example"], batch_means(out["per_example_loss"], batch_size))
+
+  def write_predictions(self, predict_file, num_real):
+    examples = self.processor.get_test_examples(self.flags.data_dir)[:num_real]
+    out = self.predict(predict_file, self.flags.predict_batch_size)
+    test_lines, submit_lines = [], ["index\tprediction"]
+    for i, example in enumerate(examples):
+      test_lines.append("\t".join(str(p) for p in out["probabilities"][i]))
+      prediction = out["predictions"][i]
+      label = str(prediction) if self.regression else self.label_list[int(prediction)]
+      submit_lines.append(f"{example.guid}\t{label}")
+    if self.chief:
+      for name, lines in (("test_results.tsv", test_lines),
+                          ("submit_results.tsv", submit_lines)):
+        write_text_atomically(os.path.join(self.flags.output_dir, name),
+                              "\n".join(lines) + "\n")
+    log(f"wrote predictions of {len(test_lines)} examples to test_results.tsv and "
+        "submit_results.tsv")
+
+  def export(self):
+    # pylint: disable=import-outside-toplevel
+    from albert_tf.export.classifier import ClassifierServingModule
+    from albert_tf.export.saved_model import export_saved_model
+    # pylint: enable=import-outside-toplevel
+    f = self.flags
+    if not f.spm_model_file:
+      raise UsageError("--export_dir needs --spm_model_file (the SavedModel tokenizes text "
+                       "with SentencePiece in the graph)")
+    pair = self.processor.spec.columns_for("test").text_b is not None
+    module = ClassifierServingModule(self.model, f.spm_model_file, self.label_list, pair,
+                                     f.do_lower_case, f.max_seq_length,
+                                     f.threshold_to_export)
+    log(f"Model exported to {export_saved_model(module, f.export_dir, int(time.time()))}.")
+

@@ -1,0 +1,126 @@
+"""RACE examples and multiple-choice features as the original's race_utils makes them.
+
+Each question becomes 4 sequences [CLS] article [SEP] question+option [SEP]: a `_` blank in the
+question is filled with the option (else the option follows the question), the question+option
+keeps its last max_qa_length tokens, and the article is cut to fit. Records hold the 4 sequences
+flattened: input_ids, input_mask, segment_ids int64 [4 * max_seq_length]; label_ids;
+is_real_example.
+"""
+
+import dataclasses
+import json
+import os
+
+from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
+from albert_tf.finetuning.classifier_data import pack_pair
+from albert_tf.finetuning.glue import PaddingInputExample
+from albert_tf.tokenization.text import convert_to_unicode, preprocess_text
+
+LABELS = ["A", "B", "C", "D"]
+
+
+@dataclasses.dataclass
+class RaceExample:
+  example_id: str
+  context_sentence: str
+  endings: list      # question + option, one per choice
+  label: int
+
+
+class RaceProcessor:
+  """Reads RACE/{train,dev,test}/{middle,high}/*.txt (one article per line, as json)."""
+
+  def __init__(self, use_spm=True, do_lower_case=True, high_only=False, middle_only=False):
+    if high_only and middle_only:
+      raise ValueError("high_only and middle_only exclude each other")
+    self.use_spm = use_spm
+    self.do_lower_case = do_lower_case
+    self.levels = [level for level, skip in (("middle", high_only), ("high", middle_only))
+                   if not skip]
+
+  def get_labels(self):
+    return list(LABELS)
+
+  def process_text(self, text):
+    if self.use_spm:
+      return preprocess_text(text, lower=self.do_lower_case)
+    return convert_to_unicode(text)
+
+  def get_train_examples(self, data_dir):
+    return self.get_examples(data_dir, "train")
+
+  def get_dev_examples(self, data_dir):
+    return self.get_examples(data_dir, "dev")
+
+  def get_test_examples(self, data_dir):
+    return self.get_examples(data_dir, "test")
+
+  def get_examples(self, data_dir, split):
+    return self.read_examples(os.path.join(data_dir, "RACE", split))
+
+  def read_examples(self, split_dir):
+    """Examples of middle then high school articles; files in name order (the original takes
+    the directory's listing order)."""
+    examples = []
+    for level in self.levels:
+      directory = os.path.join(split_dir, level)
+      if not os.path.isdir(directory):
+        raise FileNotFoundError(f"RACE directory not found: {directory}")
+      for name in sorted(os.listdir(directory)):
+        if not name.endswith(".txt"):
+          continue
+        with open(os.path.join(directory, name), encoding="utf-8") as f:
+          for line in f:
+            if line.strip():
+              examples.extend(self._article_examples(json.loads(line)))
+    return examples
+
+  def _article_examples(self, article):
+    context = self.process_text(article["article"])
+    out = []
+    for answer, question, options in zip(article["answers"], article["questions"],
+                                         article["options"]):
+      question = self.process_text(question)
+      endings = []
+      for option in options[:4]:
+        option = self.process_text(option)
+        endings.append(question.replace("_", option) if "_" in question
+                       else " ".join([question, option]))
+      out.append(RaceExample(article["id"], context, endings, ord(answer) - ord("A")))
+    return out
+
+
+def convert_single_example(example, num_choices, max_seq_length, tokenizer, max_qa_length):
+  """-> (input_ids, input_mask, segment_ids) lists of num_choices sequences, label, is_real."""
+  if isinstance(example, PaddingInputExample):
+    zeros = [[0] * max_seq_length for _ in range(num_choices)]
+    return zeros, zeros, zeros, 0, False
+  context = tokenizer.tokenize_preprocessed(example.context_sentence)
+  ids, masks, segments = [], [], []
+  for ending in example.endings:
+    ending_tokens = tokenizer.tokenize_preprocessed(ending)[-max_qa_length:]
+    context_tokens = context[:max(max_seq_length - 3 - len(ending_tokens), 0)]
+    i, m, s = pack_pair(tokenizer, context_tokens, ending_tokens, max_seq_length)
+    ids.append(i)
+    masks.append(m)
+    segments.append(s)
+  return ids, masks, segments, example.label, True
+
+
+def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
+                                            output_file, max_qa_length, log=None):
+  """Writes the examples' features to output_file (atomically)."""
+  with AtomicTFRecordWriter(output_file) as writer:
+    for index, example in enumerate(examples):
+      if log is not None and index % 10000 == 0:
+        log(f"Writing example {index} of {len(examples)}")
+      ids, masks, segments, label, real = convert_single_example(
+          example, len(label_list), max_seq_length, tokenizer, max_qa_length)
+      writer.write(encode_example({
+          "input_ids": int64_feature(sum(ids, [])),
+          "input_mask": int64_feature(sum(masks, [])),
+          "segment_ids": int64_feature(sum(segments, [])),
+          "label_ids": int64_feature([label]),
+          "is_real_example": int64_feature([int(real)]),
+      }))
+  return len(examples)

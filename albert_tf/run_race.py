@@ -1,0 +1,110 @@
+"""ALBERT fine-tuning on RACE (the original's run_race flags).
+
+  python -m albert_tf.run_race --data_dir=. --spm_model_file=30k-clean.model \
+      --albert_config_file=albert_config.json --init_checkpoint=albert_base/model.ckpt-best \
+      --output_dir=out --do_train --do_eval --max_seq_length=512 --max_qa_length=128 \
+      --train_batch_size=32 --learning_rate=1e-5 --train_step=12000 --warmup_step=1000
+
+Reads <data_dir>/RACE/{train,dev,test}/{middle,high}/*.txt. Features go to --train_file,
+--eval_file, --predict_file (default: race_<split>.tf_record in output_dir); every checkpoint is
+evaluated (eval_results.txt, model.ckpt-best); --do_predict evaluates model.ckpt-best on the test
+set into predict_results.txt.
+"""
+
+from absl import app, flags
+
+from albert_tf import common_flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("data_dir", None,
+                    "The input data dir. Should contain the RACE/ folder (train, dev, test).")
+flags.DEFINE_string("albert_config_file", None,
+                    "The config json file corresponding to the pre-trained ALBERT model. This "
+                    "specifies the model architecture.")
+flags.DEFINE_string("task_name", "race", "The name of the task to train.")
+flags.DEFINE_string("vocab_file", None,
+                    "The vocabulary file that the ALBERT model was trained on.")
+flags.DEFINE_string("train_file", None,
+                    "path to preprocessed tfrecord file. The file will be generated if not exst.")
+flags.DEFINE_string("eval_file", None,
+                    "path to preprocessed tfrecord file. The file will be generated if not exst.")
+flags.DEFINE_string("predict_file", None,
+                    "path to preprocessed tfrecord file. The file will be generated if not exst.")
+flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
+flags.DEFINE_string("output_dir", None,
+                    "The output directory where the model checkpoints will be written.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial checkpoint (usually from a pre-trained ALBERT model).")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. Should be True for uncased models and "
+                  "False for cased models.")
+flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
+flags.DEFINE_integer("max_seq_length", 512,
+                     "The maximum total input sequence length after WordPiece tokenization. "
+                     "Sequences longer than this will be truncated, and sequences shorter than "
+                     "this will be padded.")
+flags.DEFINE_integer("max_qa_length", 128,
+                     "The maximum length of question + option (its last tokens are kept).")
+flags.DEFINE_bool("high_only", False, "Whether to only run the model on the high school set.")
+flags.DEFINE_bool("middle_only", False,
+                  "Whether to only run the model on the middle school set.")
+flags.DEFINE_bool("do_train", True, "Whether to run training.")
+flags.DEFINE_bool("do_eval", True, "Whether to run eval on the dev set.")
+flags.DEFINE_bool("do_predict", False,
+                  "Whether to run the model in inference mode on the test set.")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+flags.DEFINE_float("learning_rate", 1e-5, "The initial learning rate for Adam.")
+flags.DEFINE_integer("train_step", 12000, "Total number of training steps to perform.")
+flags.DEFINE_integer("warmup_step", 1000,
+                     "number of steps to perform linear learning rate warmup for.")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer to use")
+flags.DEFINE_bool("dynamic_length", True,
+                  "Cut each batch to its longest real sequence and group batches by length. "
+                  "Results equal fixed padding.")
+common_flags.define_run_flags()
+flags.FLAGS.set_default("save_checkpoints_steps", 100)
+
+
+def main(argv):
+  del argv
+  # pylint: disable=import-outside-toplevel
+  from albert_tf.finetuning.job import UsageError, log
+  from albert_tf.finetuning.race_job import RaceJob
+  # pylint: enable=import-outside-toplevel
+  if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+    raise app.UsageError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+  if FLAGS.task_name.lower() != "race":
+    raise app.UsageError(f"Task not found: {FLAGS.task_name}")
+  try:
+    job = RaceJob(FLAGS)
+  except UsageError as e:
+    raise app.UsageError(str(e)) from None
+  job.build(FLAGS.train_step, FLAGS.warmup_step)
+  tracker = job.tracker(job.key_metric)
+  padded = FLAGS.eval_batch_size if FLAGS.use_tpu else None
+  eval_file = (job.features_file(job.cached_path("dev"), "dev", padded)[0]
+               if FLAGS.do_eval else None)
+  if FLAGS.do_train:
+    train_file, num_train = job.features_file(job.cached_path("train"), "train")
+    log(f"***** Running training *****\n  Num examples = {num_train}\n  Batch size = "
+        f"{FLAGS.train_batch_size}\n  Num steps = {FLAGS.train_step}")
+    job.train(lambda seed, ctx: job.dataset(train_file, FLAGS.train_batch_size, True, seed, ctx),
+              after_save=(lambda step, path: job.record(tracker, step, job.evaluate(eval_file)))
+              if eval_file else None)
+  if FLAGS.do_eval:
+    job.evaluate_checkpoints(tracker, lambda: job.evaluate(eval_file))
+    log(f"best {tracker.key_name} = {tracker.best_value} at step {tracker.best_step}")
+  if FLAGS.do_predict:
+    job.load_best()
+    padded = FLAGS.predict_batch_size if FLAGS.use_tpu else None
+    job.write_predictions(*job.features_file(job.cached_path("test"), "test", padded,
+                                             regenerate=True))
+
+
+if __name__ == "__main__":
+  for name in ("data_dir", "spm_model_file", "albert_config_file", "output_dir"):
+    flags.mark_flag_as_required(name)
+  app.run(main)
