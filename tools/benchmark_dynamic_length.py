@@ -4,9 +4,10 @@
   python tools/benchmark_dynamic_length.py --config=base --max_seq_length=128
 
 Features are built from the GLUE TSVs under --data_dir (default: the fixture's, every task's
-train/dev/test). Prints one JSON line per mode (eval: a forward pass over every example in file
-order; train: --train_steps AdamW steps) with seconds for fixed and dynamic, the speed-up, the
-mean real length, and for eval the largest logit difference between the two.
+train/dev/test). Prints one JSON line per mode (eval: a forward pass over every example; train:
+--train_steps AdamW steps) with seconds for fixed padding and for dynamic-length batches, the
+speed-up, the mean real length, and for eval the largest logit difference between the two (in
+file order).
 """
 
 import json
@@ -23,7 +24,8 @@ import tensorflow as tf  # noqa: E402
 
 import albert_tf  # noqa: E402
 from albert_tf.finetuning import classifier_data, glue  # noqa: E402
-from albert_tf.finetuning.inputs import classifier_features, feature_dataset  # noqa: E402
+from albert_tf.finetuning.inputs import (classifier_features, feature_dataset,  # noqa: E402
+                                        in_file_order)
 from albert_tf.finetuning.objectives import ClassificationObjective  # noqa: E402
 from albert_tf.optimization import create_optimizer  # noqa: E402
 from albert_tf.tokenization import FullTokenizer  # noqa: E402
@@ -72,7 +74,9 @@ def time_eval(model, path, dynamic):
     forward(b).numpy()
   start = time.perf_counter()
   logits = np.concatenate([forward(b).numpy() for b in batches])
-  return time.perf_counter() - start, logits
+  seconds = time.perf_counter() - start
+  order = np.concatenate([b["example_index"].numpy() for b in batches])
+  return seconds, in_file_order({"logits": logits, "example_index": order})["logits"]
 
 
 def time_train(config, path, dynamic):
@@ -99,7 +103,8 @@ def main(_):
     path = os.path.join(tmp, "features.tf_record")
     n = build_features(path)
     lengths = [float(b["input_mask"].numpy().sum(1).mean()) for b in feature_dataset(
-        path, classifier_features(FLAGS.max_seq_length), n, False, FLAGS.max_seq_length)]
+        path, classifier_features(FLAGS.max_seq_length), n, False, FLAGS.max_seq_length,
+        dynamic_length=False)]
     common = {"config": FLAGS.config, "max_seq_length": FLAGS.max_seq_length,
               "batch_size": FLAGS.batch_size, "examples": n,
               "mean_real_length": round(lengths[0], 1), "threads": os.cpu_count()}

@@ -1,0 +1,207 @@
+"""The SQuAD fine-tuning job behind run_squad_v1 and run_squad_v2: features, training,
+evaluation of every checkpoint with the original's post-processing, prediction files."""
+
+import json
+import os
+import random
+
+import tensorflow as tf
+
+from albert_tf.finetuning import squad_data, squad_postprocess
+from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset
+from albert_tf.finetuning.job import FineTuningJob, UsageError, log
+from albert_tf.finetuning.objectives import SquadObjective
+from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
+
+V1_OUTPUTS = ("start_log_prob", "end_log_prob")
+V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
+              "cls_logits")
+
+
+def squad_features(max_seq_length, is_training):
+  spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+          for name in ("input_ids", "input_mask", "segment_ids", "p_mask")}
+  spec["unique_ids"] = tf.io.FixedLenFeature([], tf.int64)
+  if is_training:
+    for name in ("start_positions", "end_positions", "is_impossible"):
+      spec[name] = tf.io.FixedLenFeature([], tf.int64)
+  return spec
+
+
+def has_answers(dataset):
+  return all("answers" in qa for article in dataset for p in article["paragraphs"]
+             for qa in p["qas"])
+
+
+def write_features_jsonl(path, features):
+  """The prediction features' bookkeeping (the original pickles it to predict_feature_left_file;
+  we write JSON lines, which are safe to read back)."""
+  from albert_tf.data.files import write_text_atomically  # pylint: disable=import-outside-toplevel
+  lines = []
+  for f in features:
+    lines.append(json.dumps({
+        "unique_id": f.unique_id, "example_index": f.example_index,
+        "doc_span_index": f.doc_span_index, "tokens": f.tokens,
+        "tok_start_to_orig_index": f.tok_start_to_orig_index,
+        "tok_end_to_orig_index": f.tok_end_to_orig_index,
+        "token_is_max_context": {str(k): v for k, v in f.token_is_max_context.items()},
+        "paragraph_len": f.paragraph_len}, ensure_ascii=False))
+  write_text_atomically(path, "\n".join(lines) + "\n")
+
+
+def read_features_jsonl(path):
+  features = []
+  with open(path, encoding="utf-8") as f:
+    for line in f:
+      d = json.loads(line)
+      features.append(squad_data.InputFeatures(
+          unique_id=d["unique_id"], example_index=d["example_index"],
+          doc_span_index=d["doc_span_index"],
+          tok_start_to_orig_index=d["tok_start_to_orig_index"],
+          tok_end_to_orig_index=d["tok_end_to_orig_index"],
+          token_is_max_context={int(k): v for k, v in d["token_is_max_context"].items()},
+          tokens=d["tokens"], input_ids=[], input_mask=[], segment_ids=[],
+          paragraph_len=d["paragraph_len"], p_mask=[]))
+  return features
+
+
+class SquadJob(FineTuningJob):
+  """SQuAD v1.1 (v2=False) or 2.0."""
+
+  def __init__(self, flag_values, v2):
+    super().__init__(flag_values)
+    f = flag_values
+    if f.max_seq_length <= f.max_query_length + 3:
+      raise UsageError(f"The max_seq_length ({f.max_seq_length}) must be greater than "
+                       f"max_query_length ({f.max_query_length}) + 3")
+    if self.tokenizer.sp_model is None:
+      raise UsageError("SQuAD needs --spm_model_file")
+    self.v2 = v2
+    self.key_metric = "f1"
+
+  def make_model(self):
+    f = self.flags
+    if self.v2:
+      return AlbertSquadV2(self.config, f.start_n_top, f.end_n_top, f.dropout_prob)
+    return AlbertSpanLabeler(self.config)
+
+  def objective(self):
+    return SquadObjective(self.v2)
+
+  # -- data -------------------------------------------------------------------------------------
+  def _convert(self, examples, is_training, path, keep=None):
+    f = self.flags
+    writer = squad_data.FeatureWriter(path, is_training)
+
+    def output(feature):
+      writer.process_feature(feature)
+      if keep is not None:
+        keep.append(feature)
+    try:
+      squad_data.convert_examples_to_features(examples, self.tokenizer, f.max_seq_length,
+                                              f.doc_stride, f.max_query_length, is_training,
+                                              output, f.do_lower_case, log)
+    except BaseException:
+      writer.abort()
+      raise
+    writer.close()
+    return writer.num_features
+
+  def train_examples(self):
+    examples = squad_data.read_squad_examples(self.flags.train_file, is_training=True)
+    random.Random(12345).shuffle(examples)  # as the original, before writing features
+    return examples
+
+  def train_feature_file(self, examples):
+    path = self.flags.train_feature_file or os.path.join(self.flags.output_dir,
+                                                          "train.tf_record")
+    if not os.path.exists(path):
+      if self.chief:
+        log(f"wrote {self._convert(examples, True, path)} training features to {path}")
+    else:
+      log(f"using cached training features {path}")
+    return path
+
+  def predict_features(self):
+    """(examples, features, feature file) of --predict_file, features cached as the original
+    caches them (predict_feature_file + predict_feature_left_file)."""
+    f = self.flags
+    examples = squad_data.read_squad_examples(f.predict_file, is_training=False)
+    path = f.predict_feature_file or os.path.join(f.output_dir, "predict.tf_record")
+    left = f.predict_feature_left_file or os.path.join(f.output_dir, "predict_left.jsonl")
+    if os.path.exists(path) and os.path.exists(left):
+      log(f"Loading eval features from {left}")
+      return examples, read_features_jsonl(left), path
+    features = []
+    self._convert(examples, False, path, keep=features)
+    if self.chief:
+      write_features_jsonl(left, features)
+    return examples, features, path
+
+  def dataset(self, path, batch_size, is_training, seed=None, input_context=None):
+    f = self.flags
+    # v1's n-best start/end positions are taken over every position, padding included (as the
+    # original), so its predictions run at full length; its training and v2 are trimmed.
+    dynamic = f.dynamic_length and (is_training or self.v2)
+    return feature_dataset(path, squad_features(f.max_seq_length, is_training), batch_size,
+                           is_training, f.max_seq_length, drop_remainder=f.use_tpu,
+                           dynamic_length=dynamic, seed=seed, input_context=input_context)
+
+  # -- prediction and evaluation ----------------------------------------------------------------
+  def raw_results(self, path):
+    """{unique_id: {field: array}} with the original's output names."""
+    if not hasattr(self, "_predict"):
+      def fn(features):
+        out = self.model(features, training=False)
+        if self.v2:
+          result = {k: out[k] for k in V2_OUTPUTS}
+        else:
+          result = {"start_log_prob": out["start_logits"], "end_log_prob": out["end_logits"]}
+        result["unique_ids"] = features["unique_ids"]
+        result[EXAMPLE_INDEX] = features[EXAMPLE_INDEX]
+        return result
+      self._predict = self.predictor(fn)
+    out = self._predict(self.dataset(path, self.flags.predict_batch_size, is_training=False))
+    fields = V2_OUTPUTS if self.v2 else V1_OUTPUTS
+    return {int(uid): {k: out[k][i] for k in fields} for i, uid in enumerate(out["unique_ids"])}
+
+  def postprocess(self, examples, features, results, dataset):
+    """(predictions, nbest, null_odds or None, metrics or None) as the original."""
+    f = self.flags
+    if self.v2:
+      return squad_postprocess.postprocess_v2(
+          examples, features, results, f.n_best_size, f.max_answer_length, f.start_n_top,
+          f.end_n_top, dataset if has_answers(dataset) else None)
+    predictions, nbest = squad_postprocess.postprocess_v1(examples, features, results,
+                                                          f.n_best_size, f.max_answer_length)
+    metrics = (squad_postprocess.evaluate_v1(dataset, predictions) if has_answers(dataset)
+               else None)
+    return predictions, nbest, None, metrics
+
+  def predict_and_write(self, examples, features, path, dataset):
+    """Runs the model, writes predictions.json, nbest_predictions.json (and null_odds.json);
+    returns the metrics (None without answers)."""
+    predictions, nbest, null_odds, metrics = self.postprocess(
+        examples, features, self.raw_results(path), dataset)
+    if self.chief:
+      out = self.flags.output_dir
+      squad_postprocess.write_json(os.path.join(out, "predictions.json"), predictions)
+      squad_postprocess.write_json(os.path.join(out, "nbest_predictions.json"), nbest)
+      if null_odds is not None:
+        squad_postprocess.write_json(os.path.join(out, "null_odds.json"), null_odds)
+    return metrics
+
+  def null_threshold(self):
+    """The null-score threshold for export: the best_f1 threshold found on the dev set (0.0 when
+    no evaluation ran)."""
+    path = os.path.join(self.flags.output_dir, "null_score_diff_threshold.txt")
+    if os.path.exists(path):
+      with open(path) as f:
+        return float(f.read())
+    return 0.0
+
+
+def num_train_steps(num_examples, flag_values):
+  steps = int(num_examples / flag_values.train_batch_size * flag_values.num_train_epochs)
+  return steps, int(steps * flag_values.warmup_proportion)
+
