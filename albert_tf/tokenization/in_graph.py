@@ -12,14 +12,14 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 # The characters Python's str.split() treats as whitespace.
-_PY_WHITESPACE = ("[\\t\\n\\x0b\\x0c\\r\\x1c\\x1d\\x1e\\x1f \\x{85}\\x{a0}\\x{1680}"
+PY_WHITESPACE = ("[\\t\\n\\x0b\\x0c\\r\\x1c\\x1d\\x1e\\x1f \\x{85}\\x{a0}\\x{1680}"
                   "\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]+")
 _UNDERLINE = "\u2581"
 
 
 def preprocess_text_op(text, lower=True):
   """preprocess_text in TF ops: collapse whitespace, NFKD, drop marks, lower-case. [B] -> [B]."""
-  text = tf.strings.regex_replace(text, _PY_WHITESPACE, " ")
+  text = tf.strings.regex_replace(text, PY_WHITESPACE, " ")
   text = tf.strings.regex_replace(text, "^ | $", "")
   text = tf_text.normalize_utf8(text, "NFKD")
   text = tf.strings.regex_replace(text, "\\p{Mn}", "")
