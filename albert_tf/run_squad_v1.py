@@ -10,9 +10,9 @@ by f1 kept as model.ckpt-best); predictions.json and nbest_predictions.json come
 model.ckpt-best; --export_dir writes a SavedModel that answers raw question/context text.
 """
 
-from albert_tf import squad_binary
+from albert_tf.finetuning import squad_main
 
-squad_binary.define_flags(v2=False)
+squad_main.define_flags(v2=False)
 
 if __name__ == "__main__":
-  squad_binary.run(v2=False)
+  squad_main.run(v2=False)

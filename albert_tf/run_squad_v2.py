@@ -12,9 +12,9 @@ model.ckpt-best; --export_dir writes a SavedModel that answers raw question/cont
 dev set's null threshold baked in.
 """
 
-from albert_tf import squad_binary
+from albert_tf.finetuning import squad_main
 
-squad_binary.define_flags(v2=True)
+squad_main.define_flags(v2=True)
 
 if __name__ == "__main__":
-  squad_binary.run(v2=True)
+  squad_main.run(v2=True)

@@ -25,3 +25,17 @@ def test_benchmark_reports_each_mode():
     assert line["seconds_per_step"] > 0 and line["peak_rss_mb"] > 0
     assert abs(line["examples_per_second"] - 2 / line["seconds_per_step"]) < 0.05 * line[
         "examples_per_second"] + 0.01
+
+
+def test_dynamic_length_benchmark_reports_equal_logits():
+  cmd = [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark_dynamic_length.py"),
+         f"--config={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}",
+         "--max_seq_length=64", "--batch_size=8", "--train_steps=1"]
+  result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
+  lines = [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
+  assert [l["mode"] for l in lines] == ["eval", "train"]
+  assert lines[0]["examples"] == 288 and lines[0]["max_logit_diff"] < 1e-5
+  for line in lines:
+    assert line["fixed_seconds"] > 0 and line["dynamic_seconds"] > 0
+    assert abs(line["speedup"] - line["fixed_seconds"] / line["dynamic_seconds"]) < 0.02 * line[
+        "speedup"] + 0.01

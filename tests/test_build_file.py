@@ -58,7 +58,7 @@ def test_every_module_and_test_has_a_target(targets):
   for tool in _tracked_python("tools/*.py") + _tracked_python("tools/*.sh"):
     assert tool in sources, f"{tool} is in no target"
   binaries = [m for m in _tracked_python("albert_tf/*.py")
-              if "app.run(" in open(os.path.join(REPO_ROOT, m)).read()]
+              if "__name__ == \"__main__\"" in open(os.path.join(REPO_ROOT, m)).read()]
   for binary in binaries:
     assert (binary, "py_binary") in covered, f"binary {binary} has no py_binary"
 

@@ -1,0 +1,58 @@
+"""run_race end to end on the fixture: the original's features, evaluation of each checkpoint,
+model.ckpt-best, and the test-set results."""
+
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
+from tfrecord_utils import read_examples
+
+RACE = os.path.join(TESTDATA, "original_finetuning", "race")
+SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
+
+
+def _run(flags, check=True):
+  cmd = [sys.executable, "-m", "albert_tf.run_race", f"--data_dir={RACE}",
+         f"--spm_model_file={SPM}",
+         f"--albert_config_file={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}"] + flags
+  result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+  if check:
+    assert result.returncode == 0, result.stderr[-3000:]
+  return result
+
+
+def test_train_eval_predict(tmp_path):
+  out = tmp_path / "out"
+  _run([f"--output_dir={out}", "--max_seq_length=64", "--max_qa_length=16",
+        "--train_batch_size=4", "--train_step=4", "--warmup_step=1",
+        "--save_checkpoints_steps=2", "--learning_rate=1e-3", "--do_predict",
+        f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}",
+        f"--eval_file={tmp_path / 'dev.tf_record'}"])
+  for ours, split in ((out / "race_train.tf_record", "train"), (tmp_path / "dev.tf_record", "dev"),
+                      (out / "race_test.tf_record", "test")):
+    assert read_examples(str(ours)) == read_examples(
+        os.path.join(RACE, f"expected_{split}.tfrecord")), split
+  with open(out / "eval_results.txt") as f:
+    blocks = f.read().split("=" * 50)[:-1]
+  steps = [int(line.split(" = ")[1]) for b in blocks for line in b.splitlines()
+           if line.startswith("global_step")]
+  assert steps == [2, 4]
+  with open(out / "predict_results.txt") as f:
+    results = dict(line.split(" = ") for line in f.read().splitlines()[1:])
+  assert 0.0 <= float(results["eval_accuracy"]) <= 1.0 and "best" in results
+  reader = tf.train.load_checkpoint(str(out / "model.ckpt-best"))
+  assert reader.get_tensor("output_weights").shape == (1, 32)
+  with open(out / "test_results.tsv") as f:
+    rows = [[float(x) for x in line.split("\t")] for line in f]
+  assert len(rows) == 14 and all(abs(sum(r) - 1) < 1e-5 and len(r) == 4 for r in rows)
+
+
+def test_bad_flags(tmp_path):
+  r = _run([f"--output_dir={tmp_path}", "--max_seq_length=32", "--max_qa_length=30"],
+           check=False)
+  assert r.returncode != 0 and "max_qa_length" in r.stderr
+  r = _run([f"--output_dir={tmp_path}", "--max_seq_length=64", "--task_name=mnli"], check=False)
+  assert r.returncode != 0 and "Task not found" in r.stderr

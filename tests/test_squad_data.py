@@ -1,0 +1,145 @@
+"""SQuAD features and post-processing against the original's (squad_utils) outputs on the
+fixture's v1.1 and v2.0 data."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from albert_tf import squad
+from albert_tf.finetuning import squad_data
+from albert_tf.tokenization import FullTokenizer
+from helpers import TESTDATA
+from tfrecord_utils import read_examples
+
+SQUAD = os.path.join(TESTDATA, "original_finetuning", "squad")
+SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
+
+
+def _settings(version):
+  with open(os.path.join(SQUAD, version, "expected_summary.json")) as f:
+    return json.load(f)
+
+
+def _features(version, split, tmp_path):
+  s = _settings(version)["settings"]
+  is_training = split == "train"
+  examples = squad.read_squad_examples(os.path.join(SQUAD, version, f"{split}.json"),
+                                       is_training)
+  path = str(tmp_path / f"{version}_{split}.tf_record")
+  writer = squad.FeatureWriter(path, is_training)
+  features = []
+
+  def output(feature):
+    features.append(feature)
+    writer.process_feature(feature)
+  squad.convert_examples_to_features(examples, FullTokenizer(spm_model_file=SPM),
+                                     s["max_seq_length"], s["doc_stride"], s["max_query_length"],
+                                     is_training, output, s["do_lower_case"])
+  writer.close()
+  return examples, features, path
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("split", ["train", "dev"])
+def test_features_equal_the_original(version, split, tmp_path):
+  examples, features, path = _features(version, split, tmp_path)
+  expected = read_examples(os.path.join(SQUAD, version, f"{split}.tfrecord"))
+  assert read_examples(path) == expected
+  assert features[0].unique_id == 1000000000
+  summary = _settings(version)
+  assert len(examples) == summary[f"{split}_examples"]
+  if split == "dev":
+    assert len(features) == summary["dev_features"]
+    with open(os.path.join(SQUAD, version, "dev_features.jsonl")) as f:
+      bookkeeping = [json.loads(line) for line in f]
+    for ours, theirs in zip(features, bookkeeping, strict=True):
+      got = {k: getattr(ours, k) for k in theirs}
+      got["token_is_max_context"] = {str(k): v for k, v in ours.token_is_max_context.items()}
+      assert got == theirs, ours.unique_id
+
+
+def _results(version):
+  outputs = np.load(os.path.join(SQUAD, version, "dev_model_outputs.npz"))
+  results = {}
+  for key in outputs.files:
+    unique_id, field = key.split("/")
+    results.setdefault(int(unique_id), {})[field] = outputs[key]
+  return results
+
+
+def _expected(version, name):
+  with open(os.path.join(SQUAD, version, name)) as f:
+    return json.load(f)
+
+
+def _assert_nbest_equal(ours, theirs):
+  assert list(ours) == list(theirs)
+  for qid in theirs:
+    assert [e["text"] for e in ours[qid]] == [e["text"] for e in theirs[qid]], qid
+    for a, b in zip(ours[qid], theirs[qid]):
+      for key in ("probability", "start_log_prob", "end_log_prob"):
+        assert abs(a[key] - b[key]) < 1e-6, (qid, key)
+
+
+def test_postprocess_v1(tmp_path):
+  s = _settings("v1")
+  examples, features, _ = _features("v1", "dev", tmp_path)
+  predictions, nbest = squad.postprocess_v1(examples, features, _results("v1"),
+                                            s["settings"]["n_best_size"],
+                                            s["settings"]["max_answer_length"])
+  assert predictions == _expected("v1", "expected_predictions.json")
+  _assert_nbest_equal(nbest, _expected("v1", "expected_nbest_predictions.json"))
+  dataset = _expected("v1", "dev.json")["data"]
+  metrics = squad.evaluate_v1(dataset, predictions)
+  assert metrics == pytest.approx(s["metrics"], abs=1e-9)
+
+
+def test_postprocess_v2_with_threshold_search(tmp_path):
+  s = _settings("v2")["settings"]
+  examples, features, _ = _features("v2", "dev", tmp_path)
+  dataset = _expected("v2", "dev.json")["data"]
+  predictions, nbest, null_odds, metrics = squad.postprocess_v2(
+      examples, features, _results("v2"), s["n_best_size"], s["max_answer_length"],
+      s["start_n_top"], s["end_n_top"], dataset)
+  assert predictions == _expected("v2", "expected_predictions.json")
+  _assert_nbest_equal(nbest, _expected("v2", "expected_nbest_predictions.json"))
+  expected_odds = _expected("v2", "expected_null_odds.json")
+  assert list(null_odds) == list(expected_odds)
+  np.testing.assert_allclose(list(null_odds.values()), list(expected_odds.values()), atol=1e-6)
+  assert dict(metrics) == pytest.approx(_settings("v2")["metrics"], abs=1e-9)
+
+
+def test_evaluation_definitions():
+  assert squad.evaluate_v1([{"paragraphs": [{"qas": [
+      {"id": "a", "answers": [{"text": "The Cat sat"}, {"text": "a dog"}]},
+      {"id": "b", "answers": [{"text": "red apple"}]}]}]}],
+      {"a": "cat sat.", "b": "apple pie"}) == pytest.approx(
+          {"exact_match": 50.0, "f1": 100 * (1 + 0.5) / 2})
+  dataset = [{"paragraphs": [{"qas": [{"id": "x", "answers": []},
+                                      {"id": "y", "answers": [{"text": "blue"}]}]}]}]
+  # Null odds above na_prob_thresh (1.0) count as "no answer": right for x, wrong for y.
+  metrics = squad.evaluate_v2(dataset, {"x": "", "y": "blue"}, {"x": 2.0, "y": 1.5})
+  assert (metrics["exact"], metrics["f1"], metrics["total"]) == (50.0, 50.0, 2)
+  # The search finds the threshold that keeps y's answer: y's odds.
+  assert metrics["best_f1"] == 100.0 and metrics["best_f1_thresh"] == 1.5
+
+
+def test_training_requires_one_answer(tmp_path):
+  path = tmp_path / "bad.json"
+  path.write_text(json.dumps({"data": [{"paragraphs": [{"context": "a b", "qas": [
+      {"id": "q", "question": "?", "answers": []}]}]}]}))
+  with pytest.raises(ValueError, match="exactly 1 answer"):
+    squad.read_squad_examples(str(path), is_training=True)
+  with pytest.raises(FileNotFoundError):
+    squad.read_squad_examples(str(tmp_path / "missing.json"), False)
+
+
+def test_windows_and_max_context():
+  spans = squad_data.doc_spans(10, 4, 3)
+  assert spans == [(0, 4), (3, 4), (6, 4)]
+  # token 4: min(1, 2) in span 1 beats span 0 (where it is absent) and span 2 (absent).
+  assert squad_data.is_max_context(spans, 1, 4)
+  # token 3: min(3, 0) in span 0 ties min(0, 3) in span 1: the first span wins.
+  assert squad_data.is_max_context(spans, 0, 3) and not squad_data.is_max_context(spans, 1, 3)
