@@ -77,7 +77,7 @@ def main(argv):
   del argv
   # pylint: disable=import-outside-toplevel
   from albert_tf.finetuning.classifier_job import ClassifierJob
-  from albert_tf.finetuning.job import UsageError, log
+  from albert_tf.finetuning.job import UsageError
   # pylint: enable=import-outside-toplevel
   if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
     raise app.UsageError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
@@ -88,35 +88,10 @@ def main(argv):
   if job.task_name == "ax" and (FLAGS.do_train or FLAGS.do_eval):
     raise app.UsageError("the ax (diagnostic) set has test data only: use --do_predict with an "
                          "MNLI-trained checkpoint")
-  job.build(FLAGS.train_step, FLAGS.warmup_step)
-  tracker = job.tracker(job.key_metric)
-  padded = FLAGS.eval_batch_size if FLAGS.use_tpu else None
-  eval_file = (job.features_file(job.cached_path("dev"), "dev", padded)[0]
-               if FLAGS.do_eval else None)
-
-  if FLAGS.do_train:
-    train_file, num_train = job.features_file(job.cached_path("train"), "train")
-    log(f"***** Running training *****\n  Num examples = {num_train}\n  Batch size = "
-        f"{FLAGS.train_batch_size}\n  Num steps = {FLAGS.train_step}")
-    job.train(lambda seed, ctx: job.dataset(train_file, FLAGS.train_batch_size, True, seed, ctx),
-              after_save=(lambda step, path: job.record(tracker, step, job.evaluate(eval_file)))
-              if eval_file else None)
-
-  if FLAGS.do_eval:
-    job.evaluate_checkpoints(tracker, lambda: job.evaluate(eval_file))
-    log(f"best {tracker.key_name} = {tracker.best_value} at step {tracker.best_step}")
-
-  if FLAGS.do_predict or FLAGS.export_dir:
-    job.load_best()
-  if FLAGS.do_predict:
-    padded = FLAGS.predict_batch_size if FLAGS.use_tpu else None
-    job.write_predictions(*job.features_file(job.cached_path("test"), "test", padded,
-                                             regenerate=True))
-  if FLAGS.export_dir and job.chief:
-    try:
-      job.export()
-    except UsageError as e:
-      raise app.UsageError(str(e)) from None
+  try:
+    job.run(export=bool(FLAGS.export_dir))
+  except UsageError as e:
+    raise app.UsageError(str(e)) from None
 
 
 if __name__ == "__main__":

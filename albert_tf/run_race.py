@@ -71,7 +71,7 @@ flags.FLAGS.set_default("save_checkpoints_steps", 100)
 def main(argv):
   del argv
   # pylint: disable=import-outside-toplevel
-  from albert_tf.finetuning.job import UsageError, log
+  from albert_tf.finetuning.job import UsageError
   from albert_tf.finetuning.race_job import RaceJob
   # pylint: enable=import-outside-toplevel
   if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
@@ -82,26 +82,7 @@ def main(argv):
     job = RaceJob(FLAGS)
   except UsageError as e:
     raise app.UsageError(str(e)) from None
-  job.build(FLAGS.train_step, FLAGS.warmup_step)
-  tracker = job.tracker(job.key_metric)
-  padded = FLAGS.eval_batch_size if FLAGS.use_tpu else None
-  eval_file = (job.features_file(job.cached_path("dev"), "dev", padded)[0]
-               if FLAGS.do_eval else None)
-  if FLAGS.do_train:
-    train_file, num_train = job.features_file(job.cached_path("train"), "train")
-    log(f"***** Running training *****\n  Num examples = {num_train}\n  Batch size = "
-        f"{FLAGS.train_batch_size}\n  Num steps = {FLAGS.train_step}")
-    job.train(lambda seed, ctx: job.dataset(train_file, FLAGS.train_batch_size, True, seed, ctx),
-              after_save=(lambda step, path: job.record(tracker, step, job.evaluate(eval_file)))
-              if eval_file else None)
-  if FLAGS.do_eval:
-    job.evaluate_checkpoints(tracker, lambda: job.evaluate(eval_file))
-    log(f"best {tracker.key_name} = {tracker.best_value} at step {tracker.best_step}")
-  if FLAGS.do_predict:
-    job.load_best()
-    padded = FLAGS.predict_batch_size if FLAGS.use_tpu else None
-    job.write_predictions(*job.features_file(job.cached_path("test"), "test", padded,
-                                             regenerate=True))
+  job.run()
 
 
 if __name__ == "__main__":

@@ -130,3 +130,32 @@ class ClassifierJob(FineTuningJob):
                                      f.threshold_to_export)
     log(f"Model exported to {export_saved_model(module, f.export_dir, int(time.time()))}.")
 
+
+  def run(self, export=False):
+    """The original binary's flow: (train, evaluating each checkpoint), evaluate the checkpoints
+    not evaluated yet, predict with model.ckpt-best, and export it."""
+    f = self.flags
+    self.build(f.train_step, f.warmup_step)
+    tracker = self.tracker(self.key_metric)
+    padded = f.eval_batch_size if f.use_tpu else None
+    eval_file = (self.features_file(self.cached_path("dev"), "dev", padded)[0]
+                 if f.do_eval else None)
+    if f.do_train:
+      train_file, num_train = self.features_file(self.cached_path("train"), "train")
+      log(f"***** Running training *****\n  Num examples = {num_train}\n  Batch size = "
+          f"{f.train_batch_size}\n  Num steps = {f.train_step}")
+      self.train(
+          lambda seed, ctx: self.dataset(train_file, f.train_batch_size, True, seed, ctx),
+          after_save=(lambda step, path: self.record(tracker, step, self.evaluate(eval_file)))
+          if eval_file else None)
+    if f.do_eval:
+      self.evaluate_checkpoints(tracker, lambda: self.evaluate(eval_file))
+      log(f"best {tracker.key_name} = {tracker.best_value} at step {tracker.best_step}")
+    if f.do_predict or export:
+      self.load_best()
+    if f.do_predict:
+      padded = f.predict_batch_size if f.use_tpu else None
+      self.write_predictions(*self.features_file(self.cached_path("test"), "test", padded,
+                                                 regenerate=True))
+    if export and self.chief:
+      self.export()

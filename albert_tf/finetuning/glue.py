@@ -102,15 +102,11 @@ def read_tsv(path):
     return list(csv.reader(f, delimiter="\t", quotechar=None))
 
 
-class GlueProcessor:
-  """The original processor of one task: reads its TSVs into InputExamples."""
+class TextProcessor:
+  """What every processor of the original shares: its text normalisation and the
+  get_{train,dev,test}_examples methods (subclasses define get_examples(data_dir, split))."""
 
-  def __init__(self, task_name, use_spm=True, do_lower_case=True):
-    name = task_name.lower()
-    if name not in TASKS:
-      raise ValueError(f"Task not found: {task_name} (known: {', '.join(sorted(TASKS))})")
-    self.task_name = name
-    self.spec = TASKS[name]
+  def __init__(self, use_spm=True, do_lower_case=True):
     self.use_spm = use_spm
     self.do_lower_case = do_lower_case
 
@@ -120,8 +116,8 @@ class GlueProcessor:
       return preprocess_text(text, lower=self.do_lower_case)
     return convert_to_unicode(text)
 
-  def get_labels(self):
-    return list(self.spec.labels)
+  def get_examples(self, data_dir, split):
+    raise NotImplementedError
 
   def get_train_examples(self, data_dir):
     return self.get_examples(data_dir, "train")
@@ -131,6 +127,21 @@ class GlueProcessor:
 
   def get_test_examples(self, data_dir):
     return self.get_examples(data_dir, "test")
+
+
+class GlueProcessor(TextProcessor):
+  """The original processor of one task: reads its TSVs into InputExamples."""
+
+  def __init__(self, task_name, use_spm=True, do_lower_case=True):
+    super().__init__(use_spm, do_lower_case)
+    name = task_name.lower()
+    if name not in TASKS:
+      raise ValueError(f"Task not found: {task_name} (known: {', '.join(sorted(TASKS))})")
+    self.task_name = name
+    self.spec = TASKS[name]
+
+  def get_labels(self):
+    return list(self.spec.labels)
 
   def get_examples(self, data_dir, split):
     spec = self.spec

@@ -13,8 +13,7 @@ import os
 
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.finetuning.classifier_data import pack_pair
-from albert_tf.finetuning.glue import PaddingInputExample
-from albert_tf.tokenization.text import convert_to_unicode, preprocess_text
+from albert_tf.finetuning.glue import PaddingInputExample, TextProcessor
 
 LABELS = ["A", "B", "C", "D"]
 
@@ -27,33 +26,18 @@ class RaceExample:
   label: int
 
 
-class RaceProcessor:
+class RaceProcessor(TextProcessor):
   """Reads RACE/{train,dev,test}/{middle,high}/*.txt (one article per line, as json)."""
 
   def __init__(self, use_spm=True, do_lower_case=True, high_only=False, middle_only=False):
     if high_only and middle_only:
       raise ValueError("high_only and middle_only exclude each other")
-    self.use_spm = use_spm
-    self.do_lower_case = do_lower_case
+    super().__init__(use_spm, do_lower_case)
     self.levels = [level for level, skip in (("middle", high_only), ("high", middle_only))
                    if not skip]
 
   def get_labels(self):
     return list(LABELS)
-
-  def process_text(self, text):
-    if self.use_spm:
-      return preprocess_text(text, lower=self.do_lower_case)
-    return convert_to_unicode(text)
-
-  def get_train_examples(self, data_dir):
-    return self.get_examples(data_dir, "train")
-
-  def get_dev_examples(self, data_dir):
-    return self.get_examples(data_dir, "dev")
-
-  def get_test_examples(self, data_dir):
-    return self.get_examples(data_dir, "test")
 
   def get_examples(self, data_dir, split):
     return self.read_examples(os.path.join(data_dir, "RACE", split))
