@@ -111,3 +111,18 @@ def test_training_batches_are_grouped_by_length():
   for b in batches:
     lengths = tf.reduce_sum(b["input_mask"], 1).numpy()
     assert b["input_ids"].shape == (2, min(48, -(-lengths.max() // 8) * 8))
+
+
+def test_diagnostic_set(tmp_path):
+  (tmp_path / "diagnostic").mkdir()
+  (tmp_path / "diagnostic" / "diagnostic.tsv").write_text(
+      "index\tsentence1\tsentence2\n0\tThe  Cat sat.\tA cat sat.\n1\tÉté\tSummer\n",
+      encoding="utf-8")
+  processor = glue.processor("AX")
+  examples = processor.get_test_examples(str(tmp_path))
+  assert [(e.guid, e.text_a, e.text_b, e.label) for e in examples] == [
+      ("0", "the cat sat.", "a cat sat.", "contradiction"),
+      ("1", "ete", "summer", "contradiction")]
+  assert processor.get_labels() == ["contradiction", "entailment", "neutral"]
+  with pytest.raises(ValueError, match="no train set"):
+    processor.get_train_examples(str(tmp_path))

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.finetuning import metrics
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 from tfrecord_utils import read_examples
 
@@ -188,3 +187,10 @@ def test_bad_input(tmp_path):
   assert r.returncode != 0 and "data file not found" in r.stderr
   r = _run(["--task_name=mrpc", data, f"--output_dir={tmp_path}"], check=False)
   assert r.returncode != 0 and "do_train" in r.stderr
+  cached = tmp_path / "cached"
+  cached.mkdir()
+  (cached / "mrpc_eval.tf_record").write_bytes(
+      open(os.path.join(GLUE, "expected", "mrpc_dev.tfrecord"), "rb").read())
+  r = _run(["--task_name=mrpc", data, f"--output_dir={tmp_path}", f"--cached_dir={cached}",
+            "--do_eval", "--max_seq_length=32"], check=False)
+  assert r.returncode != 0 and "sequences of 48 ids, not 32" in r.stderr

@@ -15,25 +15,18 @@ import math
 
 import tensorflow as tf
 
-from albert_tf.export.saved_model import ids_spec
+from albert_tf.export.saved_model import TextServingModule, ids_spec
 from albert_tf.models.losses import classification_losses
-from albert_tf.tokenization.in_graph import InGraphTokenizer
 
 
-class ClassifierServingModule(tf.Module):
+class ClassifierServingModule(TextServingModule):
   """Wraps an AlbertClassifier, its label names and the in-graph tokenizer for export."""
 
   def __init__(self, classifier, spm_model_file, label_list, pair, do_lower_case=True,
                max_seq_length=128, threshold=None):
-    super().__init__(name="albert_classifier_serving")
-    if max_seq_length > classifier.config.max_position_embeddings:
-      raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
-                       f"({classifier.config.max_position_embeddings})")
+    super().__init__(classifier.config, spm_model_file, do_lower_case, max_seq_length,
+                     name="albert_classifier_serving")
     self.classifier = classifier
-    self.tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
-    self.vocab_file = tf.saved_model.Asset(spm_model_file)
-    self.do_lower_case = do_lower_case
-    self.max_seq_length = max_seq_length
     self.regression = classifier.is_regression
     self.label_names = None if self.regression else tf.constant([str(x) for x in label_list])
     self.threshold = (None if threshold is None or math.isnan(threshold)
@@ -69,12 +62,6 @@ class ClassifierServingModule(tf.Module):
   def tokens(self, input_ids, input_mask, segment_ids):
     return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
                           "segment_ids": segment_ids})
-
-  @tf.function(input_signature=[])
-  def tokenization_info(self):
-    return {"vocab_file": self.vocab_file.asset_path,
-            "do_lower_case": tf.constant(self.do_lower_case),
-            "max_seq_length": tf.constant(self.max_seq_length)}
 
   def signatures(self):
     return {"serving_default": self.serve_text, "tokens": self.tokens,

@@ -8,7 +8,8 @@ Signatures (all batch-major, any batch size):
                      -> pooled_output, sequence_output
   mlm                tokens' inputs + mlm_positions int32 [B, P] -> mlm_logits [B, P, V]
   sop_log_probs      tokens' inputs -> sop_log_probs [B, 2]
-  tokenization_info  () -> vocab_file (the SentencePiece model asset), do_lower_case
+  tokenization_info  () -> vocab_file (the SentencePiece model asset), do_lower_case,
+                     max_seq_length
 """
 
 import os
@@ -23,19 +24,38 @@ def ids_spec(name):
   return tf.TensorSpec([None, None], tf.int32, name=name)
 
 
-class ServingModule(tf.Module):
-  """Wraps an AlbertPretrainer and the in-graph tokenizer for export."""
+class TextServingModule(tf.Module):
+  """What every raw-text export holds: the model's config limit, the in-graph tokenizer, the
+  SentencePiece model as an asset, and the tokenization_info signature."""
 
-  def __init__(self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128):
-    super().__init__(name="albert_serving")
-    if max_seq_length > pretrainer.config.max_position_embeddings:
+  def __init__(self, config, spm_model_file, do_lower_case, max_seq_length, name):
+    super().__init__(name=name)
+    if max_seq_length > config.max_position_embeddings:
       raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
-                       f"({pretrainer.config.max_position_embeddings})")
-    self.pretrainer = pretrainer
+                       f"({config.max_position_embeddings})")
     self.tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
     self.vocab_file = tf.saved_model.Asset(spm_model_file)
     self.do_lower_case = do_lower_case
     self.max_seq_length = max_seq_length
+
+  def info(self):
+    """tokenization_info's outputs; subclasses add their settings."""
+    return {"vocab_file": self.vocab_file.asset_path,
+            "do_lower_case": tf.constant(self.do_lower_case),
+            "max_seq_length": tf.constant(self.max_seq_length)}
+
+  @tf.function(input_signature=[])
+  def tokenization_info(self):
+    return self.info()
+
+
+class ServingModule(TextServingModule):
+  """Wraps an AlbertPretrainer and the in-graph tokenizer for export."""
+
+  def __init__(self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128):
+    super().__init__(pretrainer.config, spm_model_file, do_lower_case, max_seq_length,
+                     name="albert_serving")
+    self.pretrainer = pretrainer
 
   def _encode(self, features):
     out = self.pretrainer.encoder(features, training=False)
@@ -76,11 +96,6 @@ class ServingModule(tf.Module):
                                       "segment_ids": segment_ids}, training=False)["pooled_output"]
     logits = self.pretrainer.sentence_order(pooled)
     return {"sop_log_probs": tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)}
-
-  @tf.function(input_signature=[])
-  def tokenization_info(self):
-    return {"vocab_file": self.vocab_file.asset_path,
-            "do_lower_case": tf.constant(self.do_lower_case)}
 
   def signatures(self):
     return {

@@ -29,8 +29,8 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.export.saved_model import export_saved_model, ids_spec
-from albert_tf.tokenization.in_graph import PY_WHITESPACE, InGraphTokenizer
+from albert_tf.export.saved_model import TextServingModule, export_saved_model, ids_spec
+from albert_tf.tokenization.in_graph import PY_WHITESPACE
 
 NO_ANSWER_SCORE = -2e6
 
@@ -44,18 +44,15 @@ def _char_offsets(context, byte_offsets):
   return tf.RaggedTensor.from_tensor(idx, lengths=byte_offsets.row_lengths())
 
 
-class SquadServingModule(tf.Module):
+class SquadServingModule(TextServingModule):
   """Wraps an AlbertSpanLabeler (v1) or AlbertSquadV2 for export."""
 
   def __init__(self, model, spm_model_file, do_lower_case=True, max_seq_length=384,
                doc_stride=128, max_query_length=64, max_answer_length=30, n_best_size=20,
                v2=False, null_score_diff_threshold=0.0):
-    super().__init__(name="albert_squad_serving")
+    super().__init__(model.config, spm_model_file, do_lower_case, max_seq_length,
+                     name="albert_squad_serving")
     self.model = model
-    self.tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
-    self.vocab_file = tf.saved_model.Asset(spm_model_file)
-    self.do_lower_case = do_lower_case
-    self.max_seq_length = max_seq_length
     self.doc_stride = doc_stride
     self.max_query_length = max_query_length
     self.max_answer_length = max_answer_length
@@ -237,14 +234,10 @@ class SquadServingModule(tf.Module):
     return self._raw_outputs({"input_ids": input_ids, "input_mask": input_mask,
                               "segment_ids": segment_ids, "p_mask": p_mask})
 
-  @tf.function(input_signature=[])
-  def tokenization_info(self):
-    return {"vocab_file": self.vocab_file.asset_path,
-            "do_lower_case": tf.constant(self.do_lower_case),
-            "max_seq_length": tf.constant(self.max_seq_length),
-            "doc_stride": tf.constant(self.doc_stride),
-            "max_query_length": tf.constant(self.max_query_length),
-            "null_score_diff_threshold": tf.constant(self.null_score_diff_threshold)}
+  def info(self):
+    return dict(super().info(), doc_stride=tf.constant(self.doc_stride),
+                max_query_length=tf.constant(self.max_query_length),
+                null_score_diff_threshold=tf.constant(self.null_score_diff_threshold))
 
   def signatures(self):
     return {"serving_default": self.serve, "features": self.features,

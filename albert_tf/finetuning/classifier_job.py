@@ -8,7 +8,8 @@ from albert_tf.data.files import write_text_atomically
 from albert_tf.finetuning import glue
 from albert_tf.finetuning.classifier_data import file_based_convert_examples_to_features
 from albert_tf.finetuning.evaluation import batch_means
-from albert_tf.finetuning.inputs import EXAMPLE_INDEX, classifier_features, feature_dataset
+from albert_tf.finetuning.inputs import (EXAMPLE_INDEX, check_cached_features,
+                                        classifier_features, feature_dataset)
 from albert_tf.finetuning.job import FineTuningJob, UsageError, log
 from albert_tf.finetuning.metrics import classifier_eval_metrics, key_metric
 from albert_tf.finetuning.objectives import ClassificationObjective
@@ -56,8 +57,13 @@ class ClassifierJob(FineTuningJob):
         self.convert(examples, path)
       log(f"wrote {len(examples)} {split} features ({real} real) to {path}")
     else:
+      check_cached_features(path, self.record_length())
       log(f"using cached features {path}")
     return path, real
+
+  def record_length(self):
+    """ids per feature record."""
+    return self.flags.max_seq_length
 
   def cached_path(self, split):
     """The original's cached feature file of a split."""

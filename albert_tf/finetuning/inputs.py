@@ -99,3 +99,15 @@ def classifier_features(max_seq_length, regression=False, num_choices=1):
       "label_ids": tf.io.FixedLenFeature([], tf.float32 if regression else tf.int64),
       "is_real_example": tf.io.FixedLenFeature([], tf.int64),
   }
+
+
+def check_cached_features(path, length):
+  """Raises a clear error when a cached feature file was written for another sequence length
+  (parsing it would fail deep inside tf.data)."""
+  for record in tf.data.TFRecordDataset(path).take(1):
+    example = tf.train.Example.FromString(record.numpy())
+    found = len(example.features.feature["input_ids"].int64_list.value)
+    if found != length:
+      raise ValueError(f"cached features {path} hold sequences of {found} ids, not {length}: "
+                       "they were written with another --max_seq_length (or --max_qa_length); "
+                       "delete the file to regenerate it")

@@ -48,6 +48,9 @@ class RaceJob(ClassifierJob):
              "test": self.flags.predict_file}[split]
     return given or os.path.join(self.flags.output_dir, f"race_{split}.tf_record")
 
+  def record_length(self):
+    return len(self.label_list) * self.flags.max_seq_length
+
   def feature_spec(self):
     n, t = len(self.label_list), self.flags.max_seq_length
     shapes = {k: [n, t] for k in ("input_ids", "input_mask", "segment_ids")}

@@ -8,7 +8,7 @@ import random
 import tensorflow as tf
 
 from albert_tf.finetuning import squad_data, squad_postprocess
-from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset
+from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob, UsageError, log
 from albert_tf.finetuning.objectives import SquadObjective
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
@@ -119,6 +119,7 @@ class SquadJob(FineTuningJob):
       if self.chief:
         log(f"wrote {self._convert(examples, True, path)} training features to {path}")
     else:
+      check_cached_features(path, self.flags.max_seq_length)
       log(f"using cached training features {path}")
     return path
 
@@ -130,6 +131,7 @@ class SquadJob(FineTuningJob):
     path = f.predict_feature_file or os.path.join(f.output_dir, "predict.tf_record")
     left = f.predict_feature_left_file or os.path.join(f.output_dir, "predict_left.jsonl")
     if os.path.exists(path) and os.path.exists(left):
+      check_cached_features(path, f.max_seq_length)
       log(f"Loading eval features from {left}")
       return examples, read_features_jsonl(left), path
     features = []
