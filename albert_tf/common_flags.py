@@ -48,6 +48,39 @@ def define_run_flags():
                        "their gradients: the same update, less memory.")
 
 
+def define_finetuning_flags(max_seq_length, learning_rate, train_batch_size=32,
+                            predict_batch_size=8, save_checkpoints_steps=1000):
+  """The model, tokenizer and training flags every fine-tuning binary of the original has (with
+  its defaults), plus the run flags and --dynamic_length."""
+  flags.DEFINE_string("albert_config_file", None,
+                      "The config json file corresponding to the pre-trained ALBERT model. This "
+                      "specifies the model architecture.")
+  flags.DEFINE_string("vocab_file", None,
+                      "The vocabulary file that the ALBERT model was trained on.")
+  flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
+  flags.DEFINE_string("output_dir", None,
+                      "The output directory where the model checkpoints will be written.")
+  flags.DEFINE_string("init_checkpoint", None,
+                      "Initial checkpoint (usually from a pre-trained ALBERT model).")
+  flags.DEFINE_bool("do_lower_case", True,
+                    "Whether to lower case the input text. Should be True for uncased models "
+                    "and False for cased models.")
+  flags.DEFINE_integer("max_seq_length", max_seq_length,
+                       "The maximum total input sequence length after WordPiece tokenization. "
+                       "Sequences longer than this will be truncated, and sequences shorter "
+                       "than this will be padded.")
+  flags.DEFINE_integer("train_batch_size", train_batch_size, "Total batch size for training.")
+  flags.DEFINE_integer("predict_batch_size", predict_batch_size,
+                       "Total batch size for predict.")
+  flags.DEFINE_float("learning_rate", learning_rate, "The initial learning rate for Adam.")
+  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer to use")
+  flags.DEFINE_bool("dynamic_length", True,
+                    "Cut each batch to its longest real sequence (rounded up to a multiple of "
+                    "8) and group batches by length. Results equal fixed padding.")
+  define_run_flags()
+  flags.FLAGS.set_default("save_checkpoints_steps", save_checkpoints_steps)
+
+
 def strategy_from_flags(train_batch_size=None):
   """Precision policy, seed and distribution strategy from the run flags (call in main(), after
   flag parsing). Checks that train_batch_size splits over replicas x accumulation steps."""

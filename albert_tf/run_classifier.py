@@ -24,39 +24,18 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", None,
                     "The input data dir. Should contain the .tsv files (or other data files) for "
                     "the task.")
-flags.DEFINE_string("albert_config_file", None,
-                    "The config json file corresponding to the pre-trained ALBERT model. This "
-                    "specifies the model architecture.")
 flags.DEFINE_string("task_name", None, "The name of the task to train.")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the ALBERT model was trained on.")
-flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
-flags.DEFINE_string("output_dir", None,
-                    "The output directory where the model checkpoints will be written.")
 flags.DEFINE_string("cached_dir", None,
                     "Path to cached training and dev tfrecord file. The file will be generated "
                     "if not exist.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained BERT model).")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for uncased models and "
-                  "False for cased models.")
-flags.DEFINE_integer("max_seq_length", 512,
-                     "The maximum total input sequence length after WordPiece tokenization. "
-                     "Sequences longer than this will be truncated, and sequences shorter than "
-                     "this will be padded.")
 flags.DEFINE_bool("do_train", False, "Whether to run training.")
 flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
 flags.DEFINE_bool("do_predict", False,
                   "Whether to run the model in inference mode on the test set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
 flags.DEFINE_integer("train_step", 1000, "Total number of training steps to perform.")
 flags.DEFINE_integer("warmup_step", 0,
                      "number of steps to perform linear learning rate warmup for.")
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer to use")
 flags.DEFINE_string("export_dir", None,
                     "The directory where the exported SavedModel will be stored.")
 flags.DEFINE_float("threshold_to_export", float("nan"),
@@ -66,11 +45,7 @@ flags.DEFINE_float("threshold_to_export", float("nan"),
 flags.DEFINE_float("classifier_dropout", 0.1,
                    "Dropout on the pooled output before the classification layer (the "
                    "original's fixed value is 0.1).")
-flags.DEFINE_bool("dynamic_length", True,
-                  "Cut each batch to its longest real sequence (rounded up to a multiple of 8) "
-                  "and group training batches by length. Results equal fixed padding.")
-common_flags.define_run_flags()
-flags.FLAGS.set_default("save_checkpoints_steps", 1000)
+common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=5e-5)
 
 
 def main(argv):

@@ -19,31 +19,14 @@ FLAGS = flags.FLAGS
 
 flags.DEFINE_string("data_dir", None,
                     "The input data dir. Should contain the RACE/ folder (train, dev, test).")
-flags.DEFINE_string("albert_config_file", None,
-                    "The config json file corresponding to the pre-trained ALBERT model. This "
-                    "specifies the model architecture.")
 flags.DEFINE_string("task_name", "race", "The name of the task to train.")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the ALBERT model was trained on.")
 flags.DEFINE_string("train_file", None,
                     "path to preprocessed tfrecord file. The file will be generated if not exst.")
 flags.DEFINE_string("eval_file", None,
                     "path to preprocessed tfrecord file. The file will be generated if not exst.")
 flags.DEFINE_string("predict_file", None,
                     "path to preprocessed tfrecord file. The file will be generated if not exst.")
-flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
-flags.DEFINE_string("output_dir", None,
-                    "The output directory where the model checkpoints will be written.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained ALBERT model).")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for uncased models and "
-                  "False for cased models.")
 flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
-flags.DEFINE_integer("max_seq_length", 512,
-                     "The maximum total input sequence length after WordPiece tokenization. "
-                     "Sequences longer than this will be truncated, and sequences shorter than "
-                     "this will be padded.")
 flags.DEFINE_integer("max_qa_length", 128,
                      "The maximum length of question + option (its last tokens are kept).")
 flags.DEFINE_bool("high_only", False, "Whether to only run the model on the high school set.")
@@ -53,19 +36,12 @@ flags.DEFINE_bool("do_train", True, "Whether to run training.")
 flags.DEFINE_bool("do_eval", True, "Whether to run eval on the dev set.")
 flags.DEFINE_bool("do_predict", False,
                   "Whether to run the model in inference mode on the test set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_float("learning_rate", 1e-5, "The initial learning rate for Adam.")
 flags.DEFINE_integer("train_step", 12000, "Total number of training steps to perform.")
 flags.DEFINE_integer("warmup_step", 1000,
                      "number of steps to perform linear learning rate warmup for.")
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer to use")
-flags.DEFINE_bool("dynamic_length", True,
-                  "Cut each batch to its longest real sequence and group batches by length. "
-                  "Results equal fixed padding.")
-common_flags.define_run_flags()
-flags.FLAGS.set_default("save_checkpoints_steps", 100)
+common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=1e-5,
+                                     save_checkpoints_steps=100)
 
 
 def main(argv):

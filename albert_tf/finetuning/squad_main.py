@@ -10,14 +10,6 @@ FLAGS = flags.FLAGS
 
 
 def define_flags(v2):
-  flags.DEFINE_string("albert_config_file", None,
-                      "The config json file corresponding to the pre-trained ALBERT model. This "
-                      "specifies the model architecture.")
-  flags.DEFINE_string("vocab_file", None,
-                      "The vocabulary file that the ALBERT model was trained on.")
-  flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
-  flags.DEFINE_string("output_dir", None,
-                      "The output directory where the model checkpoints will be written.")
   flags.DEFINE_string("train_file", None,
                       "SQuAD json for training. E.g., train-v1.1.json")
   flags.DEFINE_string("predict_file", None,
@@ -32,15 +24,6 @@ def define_flags(v2):
                       "Location of predict features not passed to TPU. If it doesn't exist, it "
                       "will be written. If it does exist, it will be read (default: "
                       "predict_left.jsonl in output_dir; JSON lines, not the original's pickle).")
-  flags.DEFINE_string("init_checkpoint", None,
-                      "Initial checkpoint (usually from a pre-trained BERT model).")
-  flags.DEFINE_bool("do_lower_case", True,
-                    "Whether to lower case the input text. Should be True for uncased models "
-                    "and False for cased models.")
-  flags.DEFINE_integer("max_seq_length", 384,
-                       "The maximum total input sequence length after WordPiece tokenization. "
-                       "Sequences longer than this will be truncated, and sequences shorter "
-                       "than this will be padded.")
   flags.DEFINE_integer("doc_stride", 128,
                        "When splitting up a long document into chunks, how much stride to take "
                        "between chunks.")
@@ -49,9 +32,6 @@ def define_flags(v2):
                        "this will be truncated to this length.")
   flags.DEFINE_bool("do_train", False, "Whether to run training.")
   flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
-  flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
-  flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predictions.")
-  flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
   flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
   flags.DEFINE_float("warmup_proportion", 0.1,
                      "Proportion of training to perform linear learning rate warmup for. E.g., "
@@ -65,16 +45,11 @@ def define_flags(v2):
                        "another.")
   flags.DEFINE_string("export_dir", None,
                       "The directory where the exported SavedModel will be stored.")
-  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer to use")
-  flags.DEFINE_bool("dynamic_length", True,
-                    "Cut each batch to its longest real sequence and group batches by length "
-                    "(training; v2 prediction too).")
   if v2:
     flags.DEFINE_integer("start_n_top", 5, "beam size for the start positions.")
     flags.DEFINE_integer("end_n_top", 5, "beam size for the end positions.")
     flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
-  common_flags.define_run_flags()
-  flags.FLAGS.set_default("save_checkpoints_steps", 1000)
+  common_flags.define_finetuning_flags(max_seq_length=384, learning_rate=5e-5)
 
 
 def main(v2):
