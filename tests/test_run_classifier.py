@@ -194,3 +194,22 @@ def test_bad_input(tmp_path):
   r = _run(["--task_name=mrpc", data, f"--output_dir={tmp_path}", f"--cached_dir={cached}",
             "--do_eval", "--max_seq_length=32"], check=False)
   assert r.returncode != 0 and "sequences of 48 ids, not 32" in r.stderr
+
+
+def test_resumed_run_evaluates_only_new_checkpoints(tmp_path):
+  flags = ["--task_name=mrpc", f"--data_dir={os.path.join(GLUE, 'glue_data')}",
+           f"--output_dir={tmp_path}", "--max_seq_length=48", "--do_train", "--do_eval",
+           "--train_batch_size=4", "--save_checkpoints_steps=2", "--learning_rate=1e-3",
+           "--warmup_step=1", "--data_seed=3",
+           f"--init_checkpoint={os.path.join(FINETUNING, 'classifier', 'mrpc', 'model.ckpt-0')}"]
+  _run(flags + ["--train_step=4"])
+  resumed = _run(flags + ["--train_step=6"])
+  assert "resumed from" in resumed.stderr and "at step 4" in resumed.stderr
+  steps = [r["global_step"] for r in _eval_results(tmp_path / "eval_results.txt")]
+  assert steps == [2, 4, 6]
+  with open(tmp_path / "best_trial.txt") as f:
+    last, best_step, best = f.read().split(":")
+  results = _eval_results(tmp_path / "eval_results.txt")
+  assert int(last) == 6 and float(best) == max(r["eval_accuracy"] for r in results)
+  reader = tf.train.load_checkpoint(str(tmp_path / "model.ckpt-best"))
+  assert reader.get_tensor("global_step") == int(best_step)
