@@ -21,18 +21,20 @@ class ClassifierJob(FineTuningJob):
 
   def __init__(self, flag_values):
     super().__init__(flag_values)
-    f = flag_values
-    self.task_name = f.task_name.lower()
+    self.task_name = flag_values.task_name.lower()
     try:
-      self.processor = glue.processor(self.task_name, use_spm=bool(f.spm_model_file),
-                                      do_lower_case=f.do_lower_case)
+      self.processor = self.make_processor()
     except ValueError as e:
       raise UsageError(str(e)) from None
     self.label_list = self.processor.get_labels()
-    self.regression = self.processor.spec.regression
-    self.cached_dir = f.cached_dir or f.output_dir
+    self.regression = self.processor.regression
     self.key_metric = key_metric(self.task_name)
     log(f"task {self.task_name}")
+
+  def make_processor(self):
+    f = self.flags
+    return glue.processor(self.task_name, use_spm=bool(f.spm_model_file),
+                          do_lower_case=f.do_lower_case)
 
   def make_model(self):
     return AlbertClassifier(self.config, len(self.label_list),
@@ -70,7 +72,8 @@ class ClassifierJob(FineTuningJob):
     if split == "test":
       return os.path.join(self.flags.output_dir, "predict.tf_record")
     suffix = {"train": "train", "dev": "eval"}[split]
-    return os.path.join(self.cached_dir, f"{self.task_name}_{suffix}.tf_record")
+    return os.path.join(self.flags.cached_dir or self.flags.output_dir,
+                        f"{self.task_name}_{suffix}.tf_record")
 
   def feature_spec(self):
     return classifier_features(self.flags.max_seq_length, self.regression), None
@@ -135,7 +138,6 @@ class ClassifierJob(FineTuningJob):
                                      f.do_lower_case, f.max_seq_length,
                                      f.threshold_to_export)
     log(f"Model exported to {export_saved_model(module, f.export_dir, int(time.time()))}.")
-
 
   def run(self, export=False):
     """The original binary's flow: (train, evaluating each checkpoint), evaluate the checkpoints

@@ -106,6 +106,8 @@ class TextProcessor:
   """What every processor of the original shares: its text normalisation and the
   get_{train,dev,test}_examples methods (subclasses define get_examples(data_dir, split))."""
 
+  regression = False
+
   def __init__(self, use_spm=True, do_lower_case=True):
     self.use_spm = use_spm
     self.do_lower_case = do_lower_case
@@ -139,6 +141,10 @@ class GlueProcessor(TextProcessor):
       raise ValueError(f"Task not found: {task_name} (known: {', '.join(sorted(TASKS))})")
     self.task_name = name
     self.spec = TASKS[name]
+
+  @property
+  def regression(self):
+    return self.spec.regression
 
   def get_labels(self):
     return list(self.spec.labels)

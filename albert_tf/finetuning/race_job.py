@@ -8,30 +8,26 @@ from albert_tf.data.files import write_text_atomically
 from albert_tf.finetuning import race
 from albert_tf.finetuning.classifier_job import ClassifierJob
 from albert_tf.finetuning.inputs import classifier_features
-from albert_tf.finetuning.job import FineTuningJob, UsageError, log
+from albert_tf.finetuning.job import UsageError, log
 from albert_tf.models import AlbertMultipleChoice
 
 
 class RaceJob(ClassifierJob):
   """Multiple choice over RACE/{split}/{middle,high}/*.txt."""
 
-  def __init__(self, flag_values):  # pylint: disable=super-init-not-called
-    FineTuningJob.__init__(self, flag_values)
+  def __init__(self, flag_values):
     f = flag_values
     if f.max_qa_length > f.max_seq_length - 3:
       raise UsageError(f"--max_qa_length ({f.max_qa_length}) must leave room for the article: "
                        f"at most --max_seq_length - 3 ({f.max_seq_length - 3})")
-    try:
-      self.processor = race.RaceProcessor(bool(f.spm_model_file), f.do_lower_case, f.high_only,
-                                          f.middle_only)
-    except ValueError as e:
-      raise UsageError(str(e)) from None
-    self.task_name = "race"
-    self.label_list = self.processor.get_labels()
-    self.regression = False
-    self.cached_dir = f.output_dir
-    self.key_metric = "eval_accuracy"
-    log("task race (levels: " + ", ".join(self.processor.levels) + ")")
+    super().__init__(flag_values)
+
+  def make_processor(self):
+    f = self.flags
+    processor = race.RaceProcessor(bool(f.spm_model_file), f.do_lower_case, f.high_only,
+                                   f.middle_only)
+    log("RACE levels: " + ", ".join(processor.levels))
+    return processor
 
   def make_model(self):
     return AlbertMultipleChoice(self.config, len(self.label_list),
