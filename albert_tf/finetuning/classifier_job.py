@@ -49,7 +49,7 @@ class ClassifierJob(FineTuningJob):
 
   def features_file(self, path, split, padded_batch=None, regenerate=False):
     """Writes the split's features to path unless cached (predict's are always regenerated, as
-    the original). Returns (path, number of real examples)."""
+    the original). Returns (path, the split's examples, without padding ones)."""
     examples = self.processor.get_examples(self.flags.data_dir, split)
     real = len(examples)
     if padded_batch:  # fixed TPU batches: pad with examples that carry no weight
@@ -61,7 +61,7 @@ class ClassifierJob(FineTuningJob):
     else:
       check_cached_features(path, self.record_length())
       log(f"using cached features {path}")
-    return path, real
+    return path, examples[:real]
 
   def record_length(self):
     """ids per feature record."""
@@ -100,15 +100,18 @@ class ClassifierJob(FineTuningJob):
       self._predict = self.predictor(fn)
     return self._predict(self.dataset(path, batch_size, is_training=False))
 
-  def evaluate(self, eval_file, batch_size=None):
-    batch_size = batch_size or self.flags.eval_batch_size
-    out = self.predict(eval_file, batch_size)
+  def metrics(self, out, batch_size):
+    """The original's eval metrics of predict()'s outputs (batch_size: of the batches the
+    Estimator would have averaged its loss over)."""
     return classifier_eval_metrics(
         self.task_name, out["label_ids"], out["predictions"], out["per_example_loss"],
         out["is_real_example"], batch_means(out["per_example_loss"], batch_size))
 
-  def write_predictions(self, predict_file, num_real):
-    examples = self.processor.get_test_examples(self.flags.data_dir)[:num_real]
+  def evaluate(self, eval_file):
+    return self.metrics(self.predict(eval_file, self.flags.eval_batch_size),
+                        self.flags.eval_batch_size)
+
+  def write_predictions(self, predict_file, examples):
     out = self.predict(predict_file, self.flags.predict_batch_size)
     test_lines, submit_lines = [], ["index\tprediction"]
     for i, example in enumerate(examples):
@@ -149,8 +152,8 @@ class ClassifierJob(FineTuningJob):
     eval_file = (self.features_file(self.cached_path("dev"), "dev", padded)[0]
                  if f.do_eval else None)
     if f.do_train:
-      train_file, num_train = self.features_file(self.cached_path("train"), "train")
-      log(f"***** Running training *****\n  Num examples = {num_train}\n  Batch size = "
+      train_file, train_examples = self.features_file(self.cached_path("train"), "train")
+      log(f"***** Running training *****\n  Num examples = {len(train_examples)}\n  Batch size = "
           f"{f.train_batch_size}\n  Num steps = {f.train_step}")
       self.train(
           lambda seed, ctx: self.dataset(train_file, f.train_batch_size, True, seed, ctx),

@@ -52,19 +52,20 @@ class RaceJob(ClassifierJob):
     shapes = {k: [n, t] for k in ("input_ids", "input_mask", "segment_ids")}
     return classifier_features(t, num_choices=n), shapes
 
-  def write_predictions(self, predict_file, num_real):
+  def write_predictions(self, predict_file, examples):
     """As the original: the test set evaluated into predict_results.txt (with the best dev
     accuracy); plus test_results.tsv, each question's choice probabilities."""
-    result = self.evaluate(predict_file, self.flags.predict_batch_size)
+    batch_size = self.flags.predict_batch_size
+    out = self.predict(predict_file, batch_size)
+    result = self.metrics(out, batch_size)
     result["global_step"] = (checkpoint_global_step(self.loaded_from) if self.loaded_from
                              else 0)
     lines = ["***** Predict results *****"] + [f"{k} = {result[k]}" for k in sorted(result)]
     lines.append(f"best = {self.tracker(self.key_metric).best_value}")
-    out = self.predict(predict_file, self.flags.predict_batch_size)
     if self.chief:
       write_text_atomically(os.path.join(self.flags.output_dir, "predict_results.txt"),
                             "\n".join(lines) + "\n")
       write_text_atomically(os.path.join(self.flags.output_dir, "test_results.tsv"),
                             "".join("\t".join(str(p) for p in row) + "\n"
-                                    for row in out["probabilities"][:num_real]))
+                                    for row in out["probabilities"][:len(examples)]))
     log("\n".join(lines))
