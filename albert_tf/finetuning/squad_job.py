@@ -7,6 +7,7 @@ import random
 
 import tensorflow as tf
 
+from albert_tf.data.files import write_text_atomically
 from albert_tf.finetuning import squad_data, squad_postprocess
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob, UsageError, log
@@ -36,7 +37,6 @@ def has_answers(dataset):
 def write_features_jsonl(path, features):
   """The prediction features' bookkeeping (the original pickles it to predict_feature_left_file;
   we write JSON lines, which are safe to read back)."""
-  from albert_tf.data.files import write_text_atomically  # pylint: disable=import-outside-toplevel
   lines = []
   for f in features:
     lines.append(json.dumps({
@@ -181,8 +181,8 @@ class SquadJob(FineTuningJob):
     return predictions, nbest, None, metrics
 
   def predict_and_write(self, examples, features, path, dataset):
-    """Runs the model, writes predictions.json, nbest_predictions.json (and null_odds.json);
-    returns the metrics (None without answers)."""
+    """Runs the model, writes predictions.json, nbest_predictions.json (and null_odds.json, and
+    v2's null threshold for export); returns the metrics (None without answers)."""
     predictions, nbest, null_odds, metrics = self.postprocess(
         examples, features, self.raw_results(path), dataset)
     if self.chief:
@@ -191,12 +191,19 @@ class SquadJob(FineTuningJob):
       squad_postprocess.write_json(os.path.join(out, "nbest_predictions.json"), nbest)
       if null_odds is not None:
         squad_postprocess.write_json(os.path.join(out, "null_odds.json"), null_odds)
+      if metrics is not None and self.v2:
+        write_text_atomically(self.null_threshold_file,
+                              str(metrics["null_score_diff_threshold"]))
     return metrics
+
+  @property
+  def null_threshold_file(self):
+    return os.path.join(self.flags.output_dir, "null_score_diff_threshold.txt")
 
   def null_threshold(self):
     """The null-score threshold for export: the best_f1 threshold found on the dev set (0.0 when
     no evaluation ran)."""
-    path = os.path.join(self.flags.output_dir, "null_score_diff_threshold.txt")
+    path = self.null_threshold_file
     if os.path.exists(path):
       with open(path) as f:
         return float(f.read())

@@ -55,7 +55,6 @@ def define_flags(v2):
 def main(v2):
   # pylint: disable=import-outside-toplevel
   import json
-  from albert_tf.data.files import write_text_atomically
   from albert_tf.finetuning.job import UsageError, log
   from albert_tf.finetuning.squad_job import SquadJob, num_train_steps
   # pylint: enable=import-outside-toplevel
@@ -85,11 +84,8 @@ def main(v2):
         f"examples = {len(features)}\n  Batch size = {FLAGS.predict_batch_size}")
 
     def predict():
-      metrics = job.predict_and_write(examples, features, predict_path, dataset)
-      if metrics is not None and v2 and job.chief:
-        write_text_atomically(os.path.join(FLAGS.output_dir, "null_score_diff_threshold.txt"),
-                              str(metrics["null_score_diff_threshold"]))
-      return metrics or {job.key_metric: float("nan")}
+      return (job.predict_and_write(examples, features, predict_path, dataset)
+              or {job.key_metric: float("nan")})
 
   if FLAGS.do_train:
     train_file = job.train_feature_file(train_examples)
@@ -100,13 +96,17 @@ def main(v2):
               if predict else None)
   if predict:
     job.evaluate_checkpoints(tracker, predict)
+  if predict or FLAGS.export_dir:
     job.load_best()
-    result = predict()  # the files of model.ckpt-best, as the original leaves them
+  # The prediction files are model.ckpt-best's, as the original leaves them: written again only
+  # when the last evaluation was not of the best checkpoint.
+  if predict and (tracker.best_step != tracker.last_step or not os.path.exists(
+      os.path.join(FLAGS.output_dir, "predictions.json"))):
+    result = predict()
     log("***** Final Eval results *****")
     for key in sorted(result):
       log(f"  {key} = {result[key]}")
   if FLAGS.export_dir and job.chief:
-    job.load_best()
     from albert_tf.export.squad import export_squad  # pylint: disable=import-outside-toplevel
     log(f"Model exported to {export_squad(job)}.")
 
