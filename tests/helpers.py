@@ -1,6 +1,8 @@
 """Shared test helpers: fixture paths and an independent TF1-checkpoint writer."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -25,3 +27,14 @@ def read_tf1_checkpoint(prefix):
 
 def reference_batch():
   return dict(np.load(os.path.join(ORIGINAL_MODEL, "reference.npz")))
+
+
+def run_binary(module, flags, check=True, env=None, timeout=600):
+  """Runs `python -m albert_tf.<module> <flags>` from the repository root; with check, asserts
+  it succeeded (showing the end of its stderr)."""
+  result = subprocess.run([sys.executable, "-m", f"albert_tf.{module}"] + list(flags),
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
+  if check:
+    assert result.returncode == 0, result.stderr[-3000:]
+  return result

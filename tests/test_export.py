@@ -13,7 +13,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.export import served_model
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, reference_batch
+from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, reference_batch, run_binary
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
 import serving_client  # noqa: E402  pylint: disable=wrong-import-position
@@ -21,13 +21,6 @@ import serving_client  # noqa: E402  pylint: disable=wrong-import-position
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 CKPT0 = os.path.join(ORIGINAL_MODEL, "model.ckpt-0")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
-
-
-def _binary(name, flags):
-  result = subprocess.run([sys.executable, "-m", f"albert_tf.{name}"] + flags, cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=600)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return result
 
 
 def _fixture_weight_names():
@@ -45,7 +38,7 @@ def test_export_checkpoints_released_layout(source, tmp_path):
     parts = albert_tf.checkpoints.model_parts(reference)
     checkpoint = tf.train.Checkpoint(**parts).write(str(tmp_path / "ours" / "ckpt"))
   out = tmp_path / "albert_export"
-  _binary("export_checkpoints", [f"--albert_config_file={CONFIG}",
+  run_binary("export_checkpoints", [f"--albert_config_file={CONFIG}",
                                  f"--init_checkpoint={checkpoint}", f"--spm_model_file={SPM}",
                                  f"--export_path={out}"])
   assert sorted(os.listdir(out)) == sorted([
@@ -62,13 +55,13 @@ def test_export_checkpoints_released_layout(source, tmp_path):
     np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
   # The original's flag form, and no overwriting.
   with pytest.raises(AssertionError):
-    _binary("export_checkpoints", [f"--albert_directory={out}", f"--export_path={out}"])
+    run_binary("export_checkpoints", [f"--albert_directory={out}", f"--export_path={out}"])
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
   base = tmp_path_factory.mktemp("serving") / "albert"
-  _binary("export_saved_model", [f"--albert_config_file={CONFIG}", f"--init_checkpoint={CKPT0}",
+  run_binary("export_saved_model", [f"--albert_config_file={CONFIG}", f"--init_checkpoint={CKPT0}",
                                  f"--spm_model_file={SPM}", "--max_seq_length=64",
                                  f"--export_dir={base}", "--version=3"])
   assert sorted(os.listdir(base)) == ["3"]

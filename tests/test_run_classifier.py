@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
+from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, run_binary
 from tfrecord_utils import read_examples
 
 FINETUNING = os.path.join(TESTDATA, "original_finetuning")
@@ -21,12 +21,8 @@ CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 
 
 def _run(flags, check=True):
-  cmd = [sys.executable, "-m", "albert_tf.run_classifier", f"--spm_model_file={SPM}",
-         f"--albert_config_file={CONFIG}"] + flags
-  result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
-  if check:
-    assert result.returncode == 0, result.stderr[-3000:]
-  return result
+  return run_binary("run_classifier", [f"--spm_model_file={SPM}",
+                                       f"--albert_config_file={CONFIG}"] + flags, check)
 
 
 def _eval_results(path):

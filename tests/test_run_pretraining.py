@@ -19,7 +19,7 @@ from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.data.pipeline import pretraining_dataset
 from albert_tf.optimization import Lamb
 from albert_tf.training import pretraining
-from helpers import ORIGINAL_MODEL, REPO_ROOT
+from helpers import ORIGINAL_MODEL, REPO_ROOT, run_binary
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 FIXTURE_FLAGS = [
@@ -32,12 +32,7 @@ FIXTURE_FLAGS = [
 
 
 def _run(flags, env=None, timeout=600, check=True):
-  cmd = [sys.executable, "-m", "albert_tf.run_pretraining"] + flags
-  result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, **(env or {})))
-  if check:
-    assert result.returncode == 0, result.stderr[-3000:]
-  return result
+  return run_binary("run_pretraining", flags, check, env, timeout)
 
 
 def _assert_weights_equal_fixture_ckpt4(output_dir, atol=1e-5):

@@ -2,12 +2,10 @@
 model.ckpt-best, and the test-set results."""
 
 import os
-import subprocess
-import sys
 
 import tensorflow as tf
 
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
+from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 from tfrecord_utils import read_examples
 
 RACE = os.path.join(TESTDATA, "original_finetuning", "race")
@@ -15,13 +13,9 @@ SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model"
 
 
 def _run(flags, check=True):
-  cmd = [sys.executable, "-m", "albert_tf.run_race", f"--data_dir={RACE}",
-         f"--spm_model_file={SPM}",
-         f"--albert_config_file={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}"] + flags
-  result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
-  if check:
-    assert result.returncode == 0, result.stderr[-3000:]
-  return result
+  return run_binary("run_race", [
+      f"--data_dir={RACE}", f"--spm_model_file={SPM}",
+      f"--albert_config_file={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}"] + flags, check)
 
 
 def test_train_eval_predict(tmp_path):

@@ -14,7 +14,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.export.squad import SquadServingModule
 from albert_tf.finetuning import squad_postprocess
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
+from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 
 SQUAD = os.path.join(TESTDATA, "original_finetuning", "squad")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
@@ -44,14 +44,11 @@ def _questions(version):
 
 
 def _run(version, out, extra):
-  binary = f"albert_tf.run_squad_{version}"
-  cmd = [sys.executable, "-m", binary, f"--spm_model_file={SPM}",
-         f"--albert_config_file={CONFIG}", f"--output_dir={out}",
-         f"--train_file={os.path.join(SQUAD, version, 'train.json')}",
-         f"--predict_file={os.path.join(SQUAD, version, 'dev.json')}"] + WINDOWS + extra
-  result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return result
+  return run_binary(f"run_squad_{version}", [
+      f"--spm_model_file={SPM}", f"--albert_config_file={CONFIG}", f"--output_dir={out}",
+      f"--train_file={os.path.join(SQUAD, version, 'train.json')}",
+      f"--predict_file={os.path.join(SQUAD, version, 'dev.json')}"] + WINDOWS + extra,
+                    timeout=900)
 
 
 def _serve(export, version, tmp_path):
