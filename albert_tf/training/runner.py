@@ -16,6 +16,7 @@ import time
 
 import tensorflow as tf
 
+from albert_tf.checkpoints import load_checkpoint
 from albert_tf.checkpoints.layout import model_parts
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
 from albert_tf.training import summaries
@@ -207,8 +208,6 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, log,
   """Resumes from the latest checkpoint in output_dir (model, optimizer, step); else loads the
   model weights of init_checkpoint (released layout or ours); else keeps the fresh weights.
   Returns the checkpoint path used, or None."""
-  # pylint: disable=import-outside-toplevel
-  from albert_tf.checkpoints import load_checkpoint
   latest = tf.train.latest_checkpoint(output_dir) if os.path.isdir(output_dir) else None
   if latest:
     checkpoint.read(latest).expect_partial()
