@@ -39,8 +39,8 @@ def define_run_flags():
                        "--strategy=mirrored without accelerators).")
   flags.DEFINE_integer("data_seed", None,
                        "Seed of the training input order (default: unseeded, as the original). "
-                       "A seeded input restarts at every checkpoint with seed data_seed + step, "
-                       "so an interrupted run resumes exactly as if it had not stopped.")
+                       "Every record is read once per epoch either way; a seeded input resumes "
+                       "where an interrupted run stopped, so it ends as if it had not stopped.")
   flags.DEFINE_integer("random_seed", None,
                        "Seed of the weight initialisation and dropout (default: unseeded).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,

@@ -6,7 +6,10 @@ nothing.
 """
 
 import copy
+import difflib
 import json
+import logging
+import math
 import os
 
 _DATA_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -33,6 +36,15 @@ _DEFAULTS = {
     "initializer_range": 0.02,
 }
 
+# Keys the released configs carry that the model does not use: kept without a warning.
+_RELEASED_UNUSED = ("net_structure_type", "gap_size", "num_memory_blocks")
+
+# How alike (difflib ratio) an unknown key must be to a field to be taken for its typo:
+# hidden_sise, embeding_size or num_hidden_layer are; the released extras above are not.
+_TYPO_CUTOFF = 0.8
+
+_PROBABILITIES = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+
 _POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
                   "num_attention_heads", "intermediate_size", "inner_group_num",
                   "max_position_embeddings", "type_vocab_size", "num_hidden_groups")
@@ -53,6 +65,7 @@ class AlbertConfig:
       if key in values:
         values[key] = value
       else:
+        _check_unknown_key(key, kwargs)
         self.extra[key] = value
     for key, value in values.items():
       setattr(self, key, value)
@@ -79,13 +92,13 @@ class AlbertConfig:
     act = self.hidden_act
     if not isinstance(act, str) or act.lower() not in ACTIVATIONS:
       raise ValueError(f"albert config: `hidden_act` must be one of {ACTIVATIONS}, got {act!r}")
-    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+    for key in _PROBABILITIES:
       value = getattr(self, key)
-      if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-        raise ValueError(f"albert config: `{key}` must be in [0, 1), got {value!r}")
-    if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
-      raise ValueError(
-          f"albert config: `initializer_range` must be positive, got {self.initializer_range!r}")
+      if not _is_number(value) or not 0.0 <= value < 1.0:
+        raise ValueError(f"albert config: `{key}` must be a number in [0, 1), got {value!r}")
+    if not _is_number(self.initializer_range) or self.initializer_range <= 0:
+      raise ValueError(f"albert config: `initializer_range` must be a positive number, got "
+                       f"{self.initializer_range!r}")
 
   @property
   def attention_head_size(self):
@@ -109,7 +122,10 @@ class AlbertConfig:
         raise ValueError(f"albert config file {path} is not valid JSON: {e}") from e
     if not isinstance(values, dict):
       raise ValueError(f"albert config file {path} must hold a JSON object")
-    return cls.from_dict(values)
+    try:
+      return cls.from_dict(values)
+    except ValueError as e:
+      raise ValueError(f"{path}: {e}") from e
 
   @classmethod
   def from_preset(cls, name):
@@ -153,3 +169,24 @@ class AlbertConfig:
 
   def __repr__(self):
     return f"AlbertConfig({self.to_dict()})"
+
+
+def _check_unknown_key(key, given):
+  """Raises for a likely typo of a field: the model would silently take that field's default
+  (hidden_sise: a 4096-wide model). Warns about other keys the model does not use."""
+  if key in _RELEASED_UNUSED:
+    return
+  close = difflib.get_close_matches(key, list(_DEFAULTS), n=1, cutoff=_TYPO_CUTOFF)
+  if close:
+    field = close[0]
+    effect = ("is given too: drop one of them" if field in given else
+              f"would otherwise keep its default, {_DEFAULTS[field]!r}: rename the key")
+    raise ValueError(f"albert config: unknown key `{key}`, did you mean `{field}`? (`{field}` "
+                     f"{effect})")
+  logging.warning("albert config: unknown key `%s` is not used by the model (kept as it is)", key)
+
+
+def _is_number(value):
+  # JSON `true` arrives as a bool, which Python would otherwise take for the number 1.
+  return (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value))

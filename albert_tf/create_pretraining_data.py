@@ -5,22 +5,31 @@
 
 Same flags and, for the same inputs and seed, the same records as the original. `--num_workers`
 processes input files in parallel, one output file per input file, file i seeded with
-random_seed + i.
+random_seed + i. `--output_file=out/` (an existing directory, or any path ending in '/', created
+if missing) writes `out/<input base name>.tfrecord` per input.
+
+Flags that would write useless records (no masked positions, no instances) and outputs that would
+be one file (inputs with the same base name into one directory) are refused before any work.
+Outputs are written as `.<name>.tmp-<pid>` beside them and renamed when complete: a failed run
+leaves neither a temporary nor a partial output.
 """
 
 from absl import app, flags
 
 from albert_tf.data.files import expand_input_patterns
 from albert_tf.data.instances import InstanceOptions
-from albert_tf.data.pretraining_data import (GenerationSettings, Progress, default_output_files,
-                                             generate, generate_per_file)
+from albert_tf.data.pretraining_data import (GenerationSettings, Progress, check_output_files,
+                                             check_settings, default_output_files, generate,
+                                             generate_per_file)
 
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("input_file", None,
                     "Input raw text file (or comma-separated list of files; globs allowed).")
 flags.DEFINE_string("output_file", None,
-                    "Output TF example file (or comma-separated list of files).")
+                    "Output TF example file (or comma-separated list of files), or a directory "
+                    "(an existing one, or a path ending in '/', created if missing) for "
+                    "<input base name>.tfrecord per input.")
 flags.DEFINE_string("vocab_file", None,
                     "The vocabulary file that the ALBERT model was trained on.")
 flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
@@ -69,11 +78,14 @@ def settings_from_flags():
 
 def main(argv):
   del argv
-  input_files = expand_input_patterns(FLAGS.input_file)
-  output_files = default_output_files(input_files, FLAGS.output_file)
   settings = settings_from_flags()
-  if FLAGS.max_seq_length < 5:
-    raise app.UsageError("--max_seq_length must be at least 5")
+  try:
+    check_settings(settings)
+    input_files = expand_input_patterns(FLAGS.input_file)
+    output_files = default_output_files(input_files, FLAGS.output_file)
+    check_output_files(input_files, output_files)
+  except ValueError as e:
+    raise app.UsageError(str(e)) from None
   if FLAGS.num_workers > 0:
     stats = generate_per_file(input_files, output_files, settings, FLAGS.num_workers)
   else:

@@ -79,10 +79,11 @@ def main(argv):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   from albert_tf.data.files import expand_input_patterns, write_text_atomically  # pylint: disable=import-outside-toplevel
-  from albert_tf.data.pipeline import pretraining_dataset  # pylint: disable=import-outside-toplevel
+  from albert_tf.data.pipeline import check_record_lengths, pretraining_dataset  # pylint: disable=import-outside-toplevel
   from albert_tf.models import AlbertPretrainer  # pylint: disable=import-outside-toplevel
   from albert_tf.optimization import create_optimizer  # pylint: disable=import-outside-toplevel
   from albert_tf.training import pretraining, strategy as strategies  # pylint: disable=import-outside-toplevel
+  from albert_tf.training.lock import OutputDirLock  # pylint: disable=import-outside-toplevel
 
   if not FLAGS.do_train and not FLAGS.do_eval:
     raise app.UsageError("At least one of `do_train` or `do_eval` must be True.")
@@ -92,10 +93,17 @@ def main(argv):
                          f"max_position_embeddings ({config.max_position_embeddings})")
   input_files = expand_input_patterns(FLAGS.input_file)
   strategy = common_flags.strategy_from_flags(FLAGS.train_batch_size)
+  # After the strategy: reading a record initialises TF's devices.
+  try:
+    check_record_lengths(input_files[0], FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
+  except ValueError as e:
+    raise app.UsageError(str(e)) from None
   replicas = strategy.num_replicas_in_sync
   accumulation = FLAGS.gradient_accumulation_steps
   chief = strategies.is_chief(strategy)
   os.makedirs(FLAGS.output_dir, exist_ok=True)
+  if chief:
+    OutputDirLock(FLAGS.output_dir, _log).acquire()
   model_dir = strategies.worker_dir(strategy, FLAGS.output_dir)
   _log(f"strategy {strategies.describe(strategy)} with {replicas} replicas; input files "
        f"{input_files}")
@@ -114,18 +122,19 @@ def main(argv):
   runner = pretraining.PretrainingRunner(strategy, model, optimizer, settings, loss_scale)
   dynamic = _dynamic_masking(config)
 
-  def iterator(is_training, batch_size, seed=None):
+  def iterator(is_training, batch_size, seed=None, start_step=0):
     return iter(strategy.distribute_datasets_from_function(
         lambda ctx: pretraining_dataset(input_files, FLAGS.max_seq_length,
                                         FLAGS.max_predictions_per_seq, batch_size, is_training,
-                                        input_context=ctx, dynamic=dynamic, seed=seed)))
+                                        input_context=ctx, dynamic=dynamic, seed=seed,
+                                        start_step=start_step)))
 
   def train_iterator(step):
-    seed = None if FLAGS.data_seed is None else FLAGS.data_seed + step
-    return iterator(True, FLAGS.train_batch_size, seed)
+    return iterator(True, FLAGS.train_batch_size, FLAGS.data_seed, step)
 
   checkpoint = runner.checkpoint()
-  manager = pretraining.checkpoint_manager(checkpoint, model_dir, FLAGS.keep_checkpoint_max)
+  manager = pretraining.checkpoint_manager(checkpoint, model_dir, FLAGS.keep_checkpoint_max,
+                                           _log)
   pretraining.restore_or_initialize(checkpoint, model, FLAGS.output_dir, FLAGS.init_checkpoint,
                                     _log, FLAGS.init_from_group0)
 

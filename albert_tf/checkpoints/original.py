@@ -14,18 +14,29 @@ from albert_tf.checkpoints import layout
 
 @dataclasses.dataclass
 class LoadReport:
-  """What load_original_checkpoint did: names in the original layout."""
+  """What a checkpoint load did, for either layout. Model variables go by their original names;
+  unused checkpoint weights by their names in the checkpoint (object paths for ours)."""
   path: str
   loaded: list
   missing: list   # model variables the checkpoint lacks (kept at their current values)
-  unused: list    # checkpoint weights the model has no variable for (slots excluded)
+  unused: list    # checkpoint weights the model has no variable for (optimizer state excluded)
   from_group0: list = dataclasses.field(default_factory=list)
 
   def __str__(self):
-    return (f"loaded {len(self.loaded)} variables from {self.path}; "
-            f"missing {len(self.missing)}: {self.missing}; unused {len(self.unused)}: "
-            f"{self.unused}" + (f"; from group 0: {len(self.from_group0)}"
-                                if self.from_group0 else ""))
+    text = (f"loaded {len(self.loaded)} variables from {self.path}; "
+            f"missing {len(self.missing)}{_listing(self.missing)}; "
+            f"unused {len(self.unused)}{_listing(self.unused)}")
+    if self.from_group0:
+      text += f"; from group 0: {len(self.from_group0)}"
+    return text
+
+
+def _listing(names, limit=10):
+  """': a, b (+3 more)' -- a log line stays short even when a whole model is listed."""
+  if not names:
+    return ""
+  more = f" (+{len(names) - limit} more)" if len(names) > limit else ""
+  return ": " + ", ".join(names[:limit]) + more
 
 
 def resolve_checkpoint_path(path):
@@ -68,33 +79,61 @@ def load_original_checkpoint(model, path, init_from_group0=False, strict_encoder
   reader = tf.train.load_checkpoint(prefix)
   shapes = reader.get_variable_to_shape_map()
   targets = layout.original_variable_map(model)
+  sources = {name: name for name in targets if name in shapes}
+  loaded, missing, from_group0 = load_variables(targets, sources, reader, prefix,
+                                                init_from_group0, strict_encoder)
+  used = set(sources.values())
+  unused = sorted(n for n in shapes if layout.is_model_weight_name(n) and n not in used)
+  return LoadReport(prefix, loaded, missing, unused, from_group0)
 
+
+def load_variables(targets, sources, reader, prefix, init_from_group0=False, strict_encoder=True):
+  """Assigns checkpoint tensors to model variables; the part both layouts share.
+
+  Args:
+    targets: {original name: variable} of the model.
+    sources: {original name: checkpoint key} of the targets the checkpoint holds.
+    reader: a tf.train.CheckpointReader of `prefix`.
+  Returns:
+    sorted lists (loaded, missing, from_group0) of original names.
+  Raises:
+    ValueError naming the variable and both shapes on any shape mismatch; KeyError naming the
+    absent encoder variables. Both before anything is assigned, so the model is never half loaded.
+  """
+  shapes = reader.get_variable_to_shape_map()
   plan, missing, from_group0 = {}, [], []
   for name, variable in targets.items():
-    source = name
-    if source not in shapes and init_from_group0 and _group0_name(name) in shapes:
-      source = _group0_name(name)
+    source = sources.get(name)
+    if source is None and init_from_group0 and _group0_name(name) in sources:
+      source = sources[_group0_name(name)]
       from_group0.append(name)
-    if source not in shapes:
+    if source is None:
       missing.append(name)
       continue
     if tuple(shapes[source]) != tuple(variable.shape):
       raise ValueError(
           f"shape mismatch for {name}: checkpoint {prefix} has {list(shapes[source])}, the model "
-          f"expects {list(variable.shape)} (does the config match the checkpoint?)")
+          f"expects {list(variable.shape)} (does the albert_config match the config the "
+          "checkpoint was trained with?)")
     plan[name] = (source, variable)
 
-  missing_encoder = [n for n in missing if layout.is_encoder_name(n)]
+  missing_encoder = sorted(n for n in missing if layout.is_encoder_name(n))
   if strict_encoder and missing_encoder:
     raise KeyError(
-        f"checkpoint {prefix} lacks encoder variables {missing_encoder} (does the config match "
-        "the checkpoint, e.g. num_hidden_groups, inner_group_num or embedding_size?)")
+        f"checkpoint {prefix} lacks {len(missing_encoder)} encoder variables the model has"
+        f"{_listing(missing_encoder)}. The albert_config does not match the config the checkpoint "
+        "was trained with: compare num_hidden_groups, inner_group_num and embedding_size"
+        + _group0_hint(missing_encoder, init_from_group0))
 
   for name, (source, variable) in plan.items():
     variable.assign(reader.get_tensor(source).astype(variable.dtype))
-  used = {source for source, _ in plan.values()}
-  unused = sorted(n for n in shapes if layout.is_model_weight_name(n) and n not in used)
-  return LoadReport(prefix, sorted(plan), sorted(missing), unused, sorted(from_group0))
+  return sorted(plan), sorted(missing), sorted(from_group0)
+
+
+def _group0_hint(missing, init_from_group0):
+  if init_from_group0 or not any(_group0_name(n) != n for n in missing):
+    return ""
+  return " (or, to grow the model on purpose, pass init_from_group0 to copy group_0 into them)"
 
 
 def save_original_checkpoint(model, prefix, global_step=0, extra_tensors=None,

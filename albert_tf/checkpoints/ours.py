@@ -1,15 +1,21 @@
 """Our own (object-based, tf.train.Checkpoint) checkpoints, and loading either layout."""
 
-import tensorflow as tf
+import collections
 
-from albert_tf.checkpoints import original
-from albert_tf.checkpoints.layout import model_parts
+import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from albert_tf.checkpoints import layout, original
+
+_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
+# Children of the root of a Runner's checkpoint that hold training state, not model weights.
+_TRAINING_STATE = ("optimizer", "global_step", "loss_scale", "save_counter")
 
 
 def is_original_layout(prefix):
   """True for a TF1 name-based checkpoint (bert/..., cls/...), False for ours."""
   names = [n for n, _ in tf.train.list_variables(prefix)]
-  if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
+  if _OBJECT_GRAPH in names:
     return False
   return any(n.startswith("bert/") for n in names)
 
@@ -27,17 +33,89 @@ def load_checkpoint(model, path, init_from_group0=False):
   """Loads weights from a released/original TF1 checkpoint or one of ours into `model`.
 
   `path` is a prefix or a directory (its latest checkpoint). The layout is detected. Only model
-  weights are read (no optimizer state). Returns a LoadReport for the original layout, or the
-  tf.train.Checkpoint load status for ours.
+  weights are read (no optimizer state). Either layout follows the same rules: a shape mismatch
+  or an encoder variable the checkpoint lacks raises (the config does not match the checkpoint);
+  a task head the checkpoint lacks stays as initialised. Returns a LoadReport.
   """
   prefix = original.resolve_checkpoint_path(path)
   if is_original_layout(prefix):
     return original.load_original_checkpoint(model, prefix, init_from_group0=init_from_group0)
-  available = {n.split("/")[0] for n, _ in tf.train.list_variables(prefix)}
-  parts = model_parts(model)
-  missing = [name for name in parts if name not in available]
-  if "encoder" in missing:
-    raise KeyError(f"checkpoint {prefix} holds no encoder weights (found {sorted(available)})")
-  status = tf.train.Checkpoint(**{k: v for k, v in parts.items() if k not in missing}).read(prefix)
-  status.expect_partial()
-  return status
+  return _load_ours(model, prefix, init_from_group0)
+
+
+def _load_ours(model, prefix, init_from_group0):
+  """Finds each model variable's key through the checkpoint's object graph, then loads as the
+  original layout does. tf.train.Checkpoint's own restore would leave variables the checkpoint
+  lacks at their random values without a word."""
+  reader = tf.train.load_checkpoint(prefix)
+  graph = _object_graph(reader, prefix)
+  held = {child.local_name for child in graph.nodes[0].children}
+  if "encoder" not in held:
+    raise KeyError(f"checkpoint {prefix} holds no encoder weights (found {sorted(held)})")
+  paired = _pair_objects(tf.train.Checkpoint(**layout.model_parts(model)), graph)
+  targets = layout.original_variable_map(model)
+  sources = {}
+  for name, variable in targets.items():
+    key = _variable_key(graph.nodes[paired[id(variable)]]) if id(variable) in paired else None
+    if key is not None:
+      sources[name] = key
+  loaded, missing, from_group0 = original.load_variables(targets, sources, reader, prefix,
+                                                         init_from_group0)
+  paired_nodes = set(paired.values())
+  unused = sorted(path for node_id, path in _weight_paths(graph).items()
+                  if node_id not in paired_nodes)
+  return original.LoadReport(prefix, loaded, missing, unused, from_group0)
+
+
+def _object_graph(reader, prefix):
+  if not reader.has_tensor(_OBJECT_GRAPH):
+    raise KeyError(
+        f"checkpoint {prefix} is in neither known layout: no {_OBJECT_GRAPH} (ours, written by "
+        "tf.train.Checkpoint) and no bert/... variables (the released layout)")
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
+  return graph
+
+
+def _pair_objects(root, graph):
+  """{id(model object): checkpoint node id}, matching child names down from the root as
+  tf.train.Checkpoint's restore does. Model objects the checkpoint lacks are left out."""
+  paired = {id(root): 0}
+  queue = collections.deque([(root, 0)])
+  while queue:
+    obj, node_id = queue.popleft()
+    children = tf.train.TrackableView.children(obj)
+    for child in graph.nodes[node_id].children:
+      target = children.get(child.local_name)
+      if target is not None and id(target) not in paired:
+        paired[id(target)] = child.node_id
+        queue.append((target, child.node_id))
+  return paired
+
+
+def _variable_key(node):
+  for attribute in node.attributes:
+    if attribute.name == "VARIABLE_VALUE":
+      return attribute.checkpoint_key
+  return None
+
+
+def _weight_paths(graph):
+  """{node id: object path} of the checkpoint's model weights (training state left out).
+
+  The checkpoint keys cannot name them: a variable that the optimizer also tracks may be keyed
+  under optimizer/_trainable_variables/N, whichever path to it tf.train.Checkpoint met first.
+  """
+  paths, seen = {}, {0}
+  queue = collections.deque((child, child.local_name) for child in graph.nodes[0].children
+                            if child.local_name not in _TRAINING_STATE)
+  while queue:
+    child, path = queue.popleft()
+    if child.node_id in seen:
+      continue
+    seen.add(child.node_id)
+    node = graph.nodes[child.node_id]
+    if _variable_key(node) is not None:
+      paths[child.node_id] = path
+    queue.extend((c, f"{path}/{c.local_name}") for c in node.children)
+  return paths

@@ -1,7 +1,7 @@
 """Reading a raw-text corpus (one sentence per line, blank lines between documents) into
 tokenized documents, as the original reads it, with clear errors for bad input."""
 
-
+from albert_tf.data import files
 from albert_tf.data.instances import Sentence
 from albert_tf.data.masking import is_start_piece_sp, is_start_piece_wordpiece
 
@@ -31,7 +31,7 @@ class CorpusReader:
     documents = all_documents if all_documents is not None else [[]]
     tok = self.tokenizer
     for path in input_files:
-      with open(path, "rb") as f:
+      with files.open_binary(path) as f:  # gs:// inputs too, as expand_input_patterns lists
         lines = f.read().split(b"\n")
       if lines and not lines[-1]:
         lines.pop()  # the end of the file, not an empty line

@@ -1,22 +1,46 @@
-"""Input file lists from the binaries' comma-separated globs, and atomic text outputs."""
+"""Input file lists from the binaries' comma-separated globs, and atomic outputs.
+
+Local paths use os; remote ones (gs://, ...) go through tf.io.gfile, imported only for them, so
+that the data tools run without TensorFlow.
+"""
 
 import glob
+import logging
 import os
+import re
+import weakref
+
+# `.<name>.tmp-<pid>`: the leading dot keeps a half-written file out of the globs that pick the
+# outputs (`out/*.tfrecord`, `out/x*`), and the pid keeps concurrent writers apart.
+_TEMP_NAME = re.compile(r"^\..+\.tmp-(\d+)$")
+
+# Temporaries this process is writing -> their writer: a second writer of the same path would
+# truncate them. Weak, so that a writer dropped without commit() or abort() blocks nothing.
+_OPEN_TEMPS = weakref.WeakValueDictionary()
+
+
+def is_remote(path):
+  return "://" in path
+
+
+def _gfile():
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  return tf.io.gfile
 
 
 def expand_input_patterns(patterns):
   """Comma-separated files or globs -> file list (each pattern's matches sorted).
 
-  Remote patterns (gs://, ...) go through tf.io.gfile, imported only then, so that the data tools
-  run without TensorFlow. Raises FileNotFoundError naming a pattern that matches nothing.
+  Raises FileNotFoundError naming a pattern that matches nothing. Temporaries of unfinished
+  writes (`.<name>.tmp-<pid>`) never match: remote globs, unlike local ones, match dot files.
   """
   files = []
   for pattern in [p for p in patterns.split(",") if p]:
-    if "://" in pattern:
-      import tensorflow as tf  # pylint: disable=import-outside-toplevel
-      matches = sorted(tf.io.gfile.glob(pattern))
+    if is_remote(pattern):
+      matches = sorted(_gfile().glob(pattern))
     else:
       matches = [m for m in sorted(glob.glob(pattern)) if os.path.isfile(m)]
+    matches = [m for m in matches if not _TEMP_NAME.match(os.path.basename(m))]
     if not matches:
       raise FileNotFoundError(f"input file not found: {pattern}")
     files.extend(matches)
@@ -25,10 +49,135 @@ def expand_input_patterns(patterns):
   return files
 
 
+def isdir(path):
+  return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
+def makedirs(path):
+  """Creates directory `path` and its parents where missing ('' is the current directory)."""
+  if not path:
+    return
+  if is_remote(path):
+    _gfile().makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
+
+
+def open_binary(path, mode="rb"):
+  if is_remote(path):
+    return _gfile().GFile(path, mode)
+  return open(path, mode)  # pylint: disable=consider-using-with,unspecified-encoding
+
+
+def temp_path(path):
+  directory, name = os.path.split(path)
+  return os.path.join(directory, f".{name}.tmp-{os.getpid()}")
+
+
+def remove_quietly(path):
+  """Removes `path` if it exists. Never raises: it runs while another error propagates, which must
+  stay the one reported; what it cannot remove it logs, for removal by hand."""
+  try:
+    if is_remote(path):
+      gfile = _gfile()
+      if gfile.exists(path):
+        gfile.remove(path)
+    else:
+      os.remove(path)
+  except FileNotFoundError:
+    pass
+  except Exception as e:  # pylint: disable=broad-except
+    logging.warning("could not remove the temporary file %s (%s): delete it by hand", path, e)
+
+
+def _process_running(pid):
+  if os.name != "posix":
+    return True  # os.kill(pid, 0) would terminate it on Windows
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except OSError:  # PermissionError: another user's process
+    return True
+  return True
+
+
+def remove_stale_temps(path):
+  """Removes the temporaries of `path` left by earlier runs that were killed: those whose pid is
+  this process's (an earlier process with the same pid, as in containers) or no running process.
+  Local paths only: elsewhere whether the writer still runs is unknown."""
+  if is_remote(path):
+    return
+  directory, name = os.path.split(path)
+  for stale in glob.glob(os.path.join(glob.escape(directory), f".{glob.escape(name)}.tmp-*")):
+    match = _TEMP_NAME.match(os.path.basename(stale))
+    if match and stale not in _OPEN_TEMPS:
+      pid = int(match.group(1))
+      if pid == os.getpid() or not _process_running(pid):
+        remove_quietly(stale)
+
+
+class AtomicFile:
+  """A binary file written as `<dir>/.<name>.tmp-<pid>` and renamed to `path` by commit(), so that
+  `path` is only ever absent, old or complete. Any failure (in write, commit, or leaving the with
+  block with an exception) removes the temporary, and the first error is the one raised."""
+
+  def __init__(self, path):
+    self.path = path
+    self.tmp = temp_path(path)
+    if self.tmp in _OPEN_TEMPS:
+      raise ValueError(f"{path} is already being written by this process: two outputs have the "
+                       "same name; give them distinct names")
+    makedirs(os.path.dirname(path))
+    remove_stale_temps(path)
+    self._file = open_binary(self.tmp, "wb")
+    _OPEN_TEMPS[self.tmp] = self
+
+  def write(self, data):
+    self._file.write(data)
+
+  def commit(self):
+    try:
+      self._file.flush()
+      if not is_remote(self.path):
+        os.fsync(self._file.fileno())
+      self._file.close()
+      if is_remote(self.path):
+        _gfile().rename(self.tmp, self.path, overwrite=True)
+      else:
+        os.replace(self.tmp, self.path)
+    except BaseException:
+      self.abort()
+      raise
+    self._release()
+
+  def abort(self):
+    """Removes the temporary; a no-op after commit()."""
+    if self._file is None:
+      return
+    try:
+      self._file.close()
+    except Exception:  # pylint: disable=broad-except
+      pass  # flushing the buffer fails again on a full disk; the first error is the one to report
+    remove_quietly(self.tmp)
+    self._release()
+
+  def _release(self):
+    self._file = None
+    _OPEN_TEMPS.pop(self.tmp, None)
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, exc_type, exc, tb):
+    if exc_type is None:
+      self.commit()
+    else:
+      self.abort()
+
+
 def write_text_atomically(path, text):
-  """Writes `<path>.tmp-<pid>` and renames it over path: readers see the old or the new file,
-  never a half-written one."""
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.write(text)
-  os.replace(tmp, path)
+  """Writes `<dir>/.<name>.tmp-<pid>` and renames it over path: readers see the old or the new
+  file, never a half-written one, and a failed write leaves no temporary."""
+  with AtomicFile(path) as f:
+    f.write(text.encode("utf-8"))

@@ -4,7 +4,8 @@ import dataclasses
 
 import tensorflow as tf
 
-from albert_tf.data import dynamic_masking
+from albert_tf.data import dynamic_masking, epochs
+from albert_tf.data.feature_check import check_first_record
 from albert_tf.data.files import expand_input_patterns
 
 
@@ -45,36 +46,29 @@ def decode_record(record, spec):
 
 def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, batch_size,
                         is_training, num_cpu_threads=4, input_context=None, dynamic=None,
-                        seed=None):
+                        seed=None, start_step=0):
   """Batches of pretraining features.
 
-  Training: files shuffled and repeated, read interleaved, records shuffled (buffer 100), batches
-  of `batch_size` with drop_remainder. Eval: files in order, repeated. With an input_context
-  (tf.distribute), `batch_size` is global: each input pipeline reads its shard of the files (all
-  files, with fewer files than pipelines) and makes per-replica batches. A `seed` makes the
-  training order reproducible (and resumable exactly from a checkpointed iterator).
+  Training: an endless stream of epochs (see albert_tf.data.epochs), each reading every file once
+  in a shuffled order, interleaved, records shuffled (buffer 100, as the original), batches of
+  `batch_size` with drop_remainder (batches run across epoch ends). Eval: files in order,
+  repeated. With an input_context (tf.distribute), `batch_size` is global: each input pipeline
+  reads its shard of the files (all files, with fewer files than pipelines) and makes
+  per-replica batches. A `seed` fixes the order; with it, `start_step` > 0 starts where a run
+  that has made start_step updates stopped (the stream skips the records those consumed, reading
+  at most one epoch). Unseeded, every call draws a new order and start_step is ignored.
   With `dynamic` (a DynamicMasking), masks are drawn afresh from token_boundary every epoch.
   """
   if isinstance(input_files, str):
     input_files = expand_input_patterns(input_files)
+  global_batch_size = batch_size
   if input_context is not None:
     batch_size = input_context.get_per_replica_batch_size(batch_size)
   spec = feature_spec(max_seq_length, max_predictions_per_seq,
                       with_token_boundary=dynamic is not None)
   if is_training:
-    d = tf.data.Dataset.from_tensor_slices(tf.constant(input_files))
-    if input_context is not None and input_context.num_input_pipelines > 1:
-      if len(input_files) >= input_context.num_input_pipelines:
-        d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-      elif seed is not None:
-        # Too few files to split: every pipeline reads them all, shuffled its own way (as the
-        # original's per-host input on TPU pods).
-        seed += input_context.input_pipeline_id
-    d = d.repeat().shuffle(buffer_size=len(input_files), seed=seed)
-    cycle_length = min(num_cpu_threads, len(input_files))
-    d = d.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
-                     num_parallel_calls=cycle_length, deterministic=seed is not None)
-    d = d.shuffle(buffer_size=100, seed=seed)
+    d = _training_records(input_files, seed, input_context, num_cpu_threads,
+                          start_step * epochs.records_per_step(global_batch_size, input_context))
   else:
     d = tf.data.TFRecordDataset(input_files)
     if input_context is not None and input_context.num_input_pipelines > 1:
@@ -86,6 +80,48 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
               num_parallel_calls=tf.data.AUTOTUNE)
   d = d.batch(batch_size, drop_remainder=True)
   return d.prefetch(tf.data.AUTOTUNE)
+
+
+def _training_records(input_files, seed, input_context, num_cpu_threads, records_to_skip):
+  """The serialized training records of this input pipeline, from record records_to_skip of the
+  seeded stream on."""
+  seeded = seed is not None
+  seed = epochs.resolve_seed(seed)
+  files = list(input_files)
+  if input_context is not None and input_context.num_input_pipelines > 1:
+    if len(files) >= input_context.num_input_pipelines:
+      files = files[input_context.input_pipeline_id::input_context.num_input_pipelines]
+    else:
+      # Too few files to split: every pipeline reads them all, shuffled its own way (as the
+      # original's per-host input on TPU pods).
+      seed += input_context.input_pipeline_id
+  cycle_length = min(num_cpu_threads, len(files))
+
+  def records_of_epoch(epoch):
+    d = tf.data.Dataset.from_tensor_slices(epochs.shuffled_files(files, seed, epoch))
+    # Deterministic when seeded, so that the same seed gives the same stream.
+    d = d.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
+                     num_parallel_calls=cycle_length, deterministic=seeded)
+    return d.shuffle(buffer_size=100, seed=epochs.epoch_seed(seed, epoch))
+
+  start_epoch, offset = 0, 0
+  if seeded and records_to_skip:
+    total = epochs.count_records(files)
+    if not total:
+      raise ValueError(f"the training input files {files} hold no records")
+    start_epoch, offset = divmod(records_to_skip, total)
+  return epochs.epoch_stream(records_of_epoch, start_epoch).skip(offset)
+
+
+def check_record_lengths(input_file, max_seq_length, max_predictions_per_seq):
+  """Raises a ValueError naming the feature, the length found and the flag to change when the
+  first record of input_file was written with another --max_seq_length or
+  --max_predictions_per_seq (parsing would fail deep in tf.data with "Some int64_list slice was
+  not parsed")."""
+  check_first_record(input_file, {
+      "input_ids": (max_seq_length, "--max_seq_length"),
+      "masked_lm_positions": (max_predictions_per_seq, "--max_predictions_per_seq")},
+      "set the flag to the value create_pretraining_data was run with")
 
 
 def _apply_dynamic_mask(features, settings, max_predictions_per_seq):

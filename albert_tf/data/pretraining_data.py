@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from albert_tf.data import tfrecords
+from albert_tf.data import files, tfrecords
 from albert_tf.data.corpus import CorpusReader
 from albert_tf.data.instances import InstanceOptions, SpecialIds, create_training_instances
 from albert_tf.data.masking import NgramSampler
@@ -78,12 +78,64 @@ class Progress:
           flush=True)
 
 
-def generate(input_files, output_files, settings, progress=None):
-  """Writes the instances of `input_files` round-robin into `output_files` (the original's
-  single-process behaviour). Returns {"documents", "instances", "skipped_documents"}."""
-  progress = progress or Progress()
-  tokenizer = settings.tokenizer()
-  special = special_ids(tokenizer)
+def check_settings(settings):
+  """Raises ValueError, before any work, for settings that would fail late or silently write
+  useless records (no masked positions: pretraining then reports masked_lm_loss 0.0)."""
+  options = settings.instance
+  problems = []
+  if options.max_predictions_per_seq < 1:
+    problems.append(f"--max_predictions_per_seq={options.max_predictions_per_seq}: must be at "
+                    "least 1, or the records have no masked positions to train on")
+  if not 0 < options.masked_lm_prob <= 1:
+    problems.append(f"--masked_lm_prob={options.masked_lm_prob}: must be in (0, 1], or the "
+                    "records have no masked positions to train on")
+  if options.max_seq_length < 5:
+    problems.append(f"--max_seq_length={options.max_seq_length}: must be at least 5 ([CLS], two "
+                    "[SEP] and at least one token in each of the two segments)")
+  if not 0 <= options.short_seq_prob <= 1:
+    problems.append(f"--short_seq_prob={options.short_seq_prob}: must be in [0, 1]")
+  if settings.dupe_factor < 1:
+    problems.append(f"--dupe_factor={settings.dupe_factor}: must be at least 1, or no instances "
+                    "are written")
+  if settings.ngram < 1:
+    problems.append(f"--ngram={settings.ngram}: must be at least 1")
+  if problems:
+    raise ValueError("; ".join(problems))
+
+
+def _same_file_key(path):
+  return path if files.is_remote(path) else os.path.realpath(path)
+
+
+def check_output_files(input_files, output_files):
+  """Raises ValueError, before any work, where two outputs are one file (the later writer would
+  replace the earlier's records, or both would write one temporary) or an output is an input."""
+  if not output_files:
+    raise ValueError("--output_file names no output file")
+  inputs = {_same_file_key(p): p for p in input_files}
+  seen = {}
+  for k, path in enumerate(output_files):
+    key = _same_file_key(path)
+    if not files.is_remote(path) and os.path.isdir(path):
+      raise ValueError(f"output file {path} is a directory: give a file, or that directory alone "
+                       "as --output_file for one output per input")
+    if key in inputs:
+      raise ValueError(f"output file {path} is also the input file {inputs[key]}: writing it "
+                       "would replace the input; give another --output_file")
+    if key in seen:
+      j = seen[key]
+      if len(output_files) == len(input_files):
+        raise ValueError(
+            f"inputs {input_files[j]} and {input_files[k]} would both be written to {path}: "
+            "an --output_file directory names each output <input base name>.tfrecord, so give "
+            "the inputs distinct base names or run them into separate output directories (or "
+            "list distinct output files in --output_file)")
+      raise ValueError(f"--output_file names {path} twice: give distinct output files")
+    seen[key] = k
+
+
+def read_corpus(input_files, tokenizer, progress):
+  """Documents of `input_files` (documents may span files, as the original), and the reader."""
   reader = CorpusReader(tokenizer)
   documents = [[]]
   for k, path in enumerate(input_files, start=1):
@@ -93,29 +145,57 @@ def generate(input_files, output_files, settings, progress=None):
   if not documents:
     raise ValueError(f"no usable text in {', '.join(input_files)} (empty corpus?)")
   progress.log(f"{len(documents)} documents ({reader.skipped_documents} empty skipped)")
+  return documents, reader
 
-  rng = random.Random(settings.random_seed)
-  # The original draws n-gram lengths from numpy's global stream; we seed it as the fixtures do.
-  sampler = NgramSampler(settings.ngram, settings.favor_shorter_ngram,
-                         np.random.RandomState(settings.random_seed))
-  instances = create_training_instances(documents, settings.instance, special,
-                                        settings.dupe_factor, rng, sampler)
-  elapsed = max(time.time() - progress.start, 1e-9)
-  progress.log(f"{len(instances)} instances ({len(instances) / elapsed:.0f} instances/s)")
 
-  options = settings.instance
-  writers = [tfrecords.AtomicTFRecordWriter(p) for p in output_files]
+def open_writers(output_files):
+  """Opens every output's temporary, aborting those opened if one fails."""
+  writers = []
   try:
-    for k, instance in enumerate(instances):
-      writers[k % len(writers)].write(serialize_instance(
-          instance, options.max_seq_length, options.max_predictions_per_seq,
-          options.do_permutation))
+    for path in output_files:
+      writers.append(tfrecords.AtomicTFRecordWriter(path))
   except BaseException:
     for w in writers:
       w.abort()
     raise
-  for w in writers:
-    w.close()
+  return writers
+
+
+def generate(input_files, output_files, settings, progress=None):
+  """Writes the instances of `input_files` round-robin into `output_files` (the original's
+  single-process behaviour). Returns {"documents", "instances", "skipped_documents"}.
+
+  Outputs are complete or absent: any failure removes every temporary and writes no output
+  (except those already renamed into place when closing a later one fails).
+  """
+  check_settings(settings)
+  check_output_files(input_files, output_files)
+  progress = progress or Progress()
+  tokenizer = settings.tokenizer()
+  special = special_ids(tokenizer)
+  # Opened before the work, so that an unwritable output fails in seconds, not after hours.
+  writers = open_writers(output_files)
+  try:
+    documents, reader = read_corpus(input_files, tokenizer, progress)
+    rng = random.Random(settings.random_seed)
+    # The original draws n-gram lengths from numpy's global stream; we seed it as the fixtures do.
+    sampler = NgramSampler(settings.ngram, settings.favor_shorter_ngram,
+                           np.random.RandomState(settings.random_seed))
+    instances = create_training_instances(documents, settings.instance, special,
+                                          settings.dupe_factor, rng, sampler)
+    elapsed = max(time.time() - progress.start, 1e-9)
+    progress.log(f"{len(instances)} instances ({len(instances) / elapsed:.0f} instances/s)")
+    options = settings.instance
+    for k, instance in enumerate(instances):
+      writers[k % len(writers)].write(serialize_instance(
+          instance, options.max_seq_length, options.max_predictions_per_seq,
+          options.do_permutation))
+    for w in writers:
+      w.close()
+  except BaseException:
+    for w in writers:
+      w.abort()
+    raise
   progress.log(f"wrote {len(instances)} instances to {len(output_files)} file(s)")
   return {"documents": len(documents), "instances": len(instances),
           "skipped_documents": reader.skipped_documents}
@@ -132,6 +212,8 @@ def generate_per_file(input_files, output_files, settings, num_workers):
   if len(input_files) != len(output_files):
     raise ValueError(f"{len(input_files)} input files but {len(output_files)} output files: with "
                      "--num_workers, give one output file per input file")
+  check_settings(settings)
+  check_output_files(input_files, output_files)
   jobs = [(i, inp, out, settings) for i, (inp, out) in enumerate(zip(input_files, output_files))]
   context = multiprocessing.get_context("spawn")
   with concurrent.futures.ProcessPoolExecutor(max_workers=num_workers,
@@ -141,7 +223,8 @@ def generate_per_file(input_files, output_files, settings, num_workers):
 
 
 def default_output_files(input_files, output_file):
-  """Comma-separated outputs; a single existing directory means `<dir>/<input name>.tfrecord`."""
-  if output_file and os.path.isdir(output_file):
+  """Comma-separated outputs; a single directory (an existing one, or any path ending in '/')
+  means `<dir>/<input base name>.tfrecord` per input, the directory created by the writers."""
+  if "," not in output_file and (output_file.endswith(("/", os.sep)) or files.isdir(output_file)):
     return [os.path.join(output_file, os.path.basename(p) + ".tfrecord") for p in input_files]
   return [p for p in output_file.split(",") if p]

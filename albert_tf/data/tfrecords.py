@@ -5,10 +5,11 @@ the TFRecord framing (length, masked CRC32-C of the length, data, masked CRC32-C
 simple enough to write directly.
 """
 
-import os
 import struct
 
 import google_crc32c
+
+from albert_tf.data.files import AtomicFile
 
 
 def _varint(value):
@@ -68,15 +69,13 @@ def frame_record(data):
 
 
 class AtomicTFRecordWriter:
-  """A TFRecordWriter that writes `<path>.tmp` and renames it to `path` only on success, so a
-  crash never leaves a half-written TFRecord under the final name."""
+  """A TFRecordWriter that writes `<dir>/.<name>.tmp-<pid>` and renames it to `path` only on
+  success (see files.AtomicFile): a crash or failure never leaves a half-written TFRecord under
+  the final name, nor a temporary that an `out/*` glob would pick up."""
 
   def __init__(self, path):
     self.path = path
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    self._tmp = f"{path}.tmp-{os.getpid()}"
-    self._file = open(self._tmp, "wb")  # pylint: disable=consider-using-with
+    self._file = AtomicFile(path)
     self.count = 0
 
   def write(self, record):
@@ -84,15 +83,12 @@ class AtomicTFRecordWriter:
     self.count += 1
 
   def close(self):
-    self._file.flush()
-    os.fsync(self._file.fileno())
-    self._file.close()
-    os.replace(self._tmp, self.path)
+    self._file.commit()
 
   def abort(self):
-    self._file.close()
-    if os.path.exists(self._tmp):
-      os.remove(self._tmp)
+    """Removes the temporary, never raising (the error that caused the abort is the one to
+    report); a no-op after close()."""
+    self._file.abort()
 
   def __enter__(self):
     return self

@@ -10,6 +10,9 @@ at real positions are the same as with full padding, up to float summation order
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.data import epochs
+from albert_tf.data.feature_check import check_first_record
+
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "p_mask")
 EXAMPLE_INDEX = "example_index"
 
@@ -58,9 +61,11 @@ def feature_dataset(input_files, name_to_features, batch_size, is_training, max_
                     shapes=None, sequence_features=SEQUENCE_FEATURES):
   """Batches of decoded feature records, each with its record number as `example_index`.
 
-  Training: repeated and shuffled. With dynamic_length, examples are grouped into batches of
-  similar length (eval and predict too: restore file order with `example_index`, see
-  `in_file_order`) and each batch is trimmed. batch_size is global; with input_context the
+  Training: an endless stream of epochs, each reading every record once, shuffled (buffer
+  shuffle_buffer) with a seed derived from `seed` and the epoch (see albert_tf.data.epochs), so a
+  seeded stream is the same every time it is built. With dynamic_length, examples are grouped
+  into batches of similar length (eval and predict too: restore file order with
+  `example_index`, see `in_file_order`) and each batch is trimmed. batch_size is global; with input_context the
   per-replica share is returned, records sharded over input pipelines. `shapes` reshapes
   features after parsing (e.g. RACE's [4 * T] to [4, T]).
   """
@@ -70,7 +75,9 @@ def feature_dataset(input_files, name_to_features, batch_size, is_training, max_
   if input_context is not None and input_context.num_input_pipelines > 1:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
   if is_training:
-    d = d.repeat().shuffle(shuffle_buffer, seed=seed)
+    records, seed = d, epochs.resolve_seed(seed)
+    d = epochs.epoch_stream(lambda epoch: records.shuffle(
+        shuffle_buffer, seed=epochs.epoch_seed(seed, epoch)))
   d = d.map(_decoder(name_to_features, shapes or {}), num_parallel_calls=tf.data.AUTOTUNE)
   drop = drop_remainder or is_training
   if dynamic_length and (is_training or not drop_remainder):
@@ -104,10 +111,5 @@ def classifier_features(max_seq_length, regression=False, num_choices=1):
 def check_cached_features(path, length):
   """Raises a clear error when a cached feature file was written for another sequence length
   (parsing it would fail deep inside tf.data)."""
-  for record in tf.data.TFRecordDataset(path).take(1):
-    example = tf.train.Example.FromString(record.numpy())
-    found = len(example.features.feature["input_ids"].int64_list.value)
-    if found != length:
-      raise ValueError(f"cached features {path} hold sequences of {found} ids, not {length}: "
-                       "they were written with another --max_seq_length (or --max_qa_length); "
-                       "delete the file to regenerate it")
+  check_first_record(path, {"input_ids": (length, "--max_seq_length (or --max_qa_length)")},
+                     "the file was written with another length: delete it to regenerate it")

@@ -17,11 +17,13 @@ from albert_tf import common_flags
 from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
 from albert_tf.checkpoints import save_original_checkpoint
 from albert_tf.config import AlbertConfig
+from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
 from albert_tf.finetuning.inputs import in_file_order
 from albert_tf.optimization import create_optimizer
-from albert_tf.tokenization import FullTokenizer
+from albert_tf.tokenization import FullTokenizer, check_vocab_fits
 from albert_tf.training import runner as runners
+from albert_tf.training.lock import OutputDirLock
 from albert_tf.training import strategy as strategies
 
 
@@ -47,13 +49,37 @@ class FineTuningJob:
       raise UsageError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
     self.tokenizer = FullTokenizer(vocab_file=f.vocab_file, do_lower_case=f.do_lower_case,
                                    spm_model_file=f.spm_model_file)
+    try:
+      check_vocab_fits(max(self.tokenizer.vocab.values()) + 1, self.config.vocab_size,
+                       f.spm_model_file or f.vocab_file, f.albert_config_file)
+    except ValueError as e:
+      raise UsageError(str(e)) from None
     self.strategy = common_flags.strategy_from_flags(f.train_batch_size)
     self.chief = strategies.is_chief(self.strategy)
     self.model_dir = strategies.worker_dir(self.strategy, f.output_dir)
-    os.makedirs(f.output_dir, exist_ok=True)
     self.best_path = os.path.join(f.output_dir, "model.ckpt-best")
+    self._check_there_is_a_model()
+    os.makedirs(f.output_dir, exist_ok=True)
+    if self.chief:
+      OutputDirLock(f.output_dir, log).acquire()
     log(f"strategy {strategies.describe(self.strategy)} with "
         f"{self.strategy.num_replicas_in_sync} replicas")
+
+  def _check_there_is_a_model(self):
+    """Evaluating, predicting or exporting without training needs trained weights: a checkpoint
+    in output_dir or --init_checkpoint. Without them the binaries would write a randomly
+    initialised model's results (and model.ckpt-best) as if it were trained."""
+    f = self.flags
+    if f.do_train or f.init_checkpoint:
+      return
+    if os.path.isdir(f.output_dir) and (tf.train.latest_checkpoint(f.output_dir)
+                                        or os.path.exists(self.best_path + ".index")):
+      return
+    raise UsageError(
+        f"nothing to evaluate, predict or export: --output_dir={f.output_dir} holds no "
+        "checkpoint (model.ckpt-<step> or model.ckpt-best) and --init_checkpoint is not set. "
+        "Train first (--do_train), or point --output_dir or --init_checkpoint at a fine-tuned "
+        "model")
 
   def make_model(self):
     raise NotImplementedError
@@ -79,7 +105,7 @@ class FineTuningJob:
                                  self.objective(), loss_scale)
     self.checkpoint = self.runner.checkpoint()
     self.manager = runners.checkpoint_manager(self.checkpoint, self.model_dir,
-                                              f.keep_checkpoint_max)
+                                              f.keep_checkpoint_max, log)
     runners.restore_or_initialize(self.checkpoint, self.model, f.output_dir, f.init_checkpoint,
                                   log)
 
@@ -88,9 +114,14 @@ class FineTuningJob:
     f = self.flags
 
     def train_iterator(step):
-      seed = None if f.data_seed is None else f.data_seed + step
-      return iter(self.strategy.distribute_datasets_from_function(
-          lambda ctx: make_dataset(seed, ctx)))
+      # Length-grouped batches take a varying number of records each, so a seeded resume skips
+      # whole batches of the seeded stream; unseeded, a resumed run starts a new order.
+      skip = 0 if f.data_seed is None else step
+
+      def dataset(ctx):
+        d = make_dataset(f.data_seed, ctx)
+        return d.skip(skip * epochs.batches_per_step(ctx)) if skip else d
+      return iter(self.strategy.distribute_datasets_from_function(dataset))
 
     writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
               if self.chief else None)

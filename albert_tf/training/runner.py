@@ -196,9 +196,22 @@ class Runner:
     return tf.train.Checkpoint(**items)
 
 
-def checkpoint_manager(checkpoint, directory, keep_checkpoint_max):
+def remove_partial_checkpoints(directory, log):
+  """Deletes the `model.ckpt-<step>_temp/` folders a run killed while saving leaves behind (TF
+  writes a checkpoint's shards there, then merges them under the final name). Call only while
+  holding the output_dir's lock: a live run's save looks the same."""
+  for path in tf.io.gfile.glob(os.path.join(directory, "model.ckpt-*_temp")):
+    if tf.io.gfile.isdir(path):
+      log(f"removing {path}, a checkpoint left unfinished by an interrupted run")
+      tf.io.gfile.rmtree(path)
+
+
+def checkpoint_manager(checkpoint, directory, keep_checkpoint_max, log):
   """Saves as <directory>/model.ckpt-<step>, the original's names. keep_checkpoint_max 0 or
-  None keeps every checkpoint (as the original's fine-tuning binaries do)."""
+  None keeps every checkpoint (as the original's fine-tuning binaries do). First removes what an
+  interrupted save left in `directory` (see remove_partial_checkpoints), logging it."""
+  if tf.io.gfile.isdir(directory):
+    remove_partial_checkpoints(directory, log)
   return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep_checkpoint_max or None,
                                     checkpoint_name="model.ckpt", step_counter=None)
 
@@ -210,6 +223,16 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, log,
   Returns the checkpoint path used, or None."""
   latest = tf.train.latest_checkpoint(output_dir) if os.path.isdir(output_dir) else None
   if latest:
+    try:
+      # Checks the model's variables against the checkpoint's first: restoring the whole
+      # training state would leave variables of a changed config at random values unnoticed.
+      load_checkpoint(model, latest)
+    except (KeyError, ValueError) as e:
+      reason = e.args[0] if e.args else e
+      raise ValueError(
+          f"cannot resume from {latest}: {reason} (output_dir was written with another "
+          "albert_config or task: resume with the one it was trained with, or use a new "
+          "--output_dir)") from None
     checkpoint.read(latest).expect_partial()
     log(f"resumed from {latest} at step {int(checkpoint.global_step.numpy())}")
     return latest
@@ -232,12 +255,13 @@ def run_training(runner, make_iterator, manager, settings, log, summary_writer=N
                  examples_per_step=None, after_save=None):
   """Trains until num_train_steps, saving every save_checkpoints_steps (resumable).
 
-  Calls are cut so that checkpoints fall on call boundaries. `make_iterator(step)` gives the
-  input from `step` on; it is called again after every checkpoint, so that a seeded input
-  restarts identically whether or not the run was interrupted there (tf.distribute iterators
-  cannot be checkpointed). A NaN/Inf loss stops the run with a NonFiniteLossError before anything
-  is saved, so the last checkpoint stays the last good one. `after_save(step, path)` runs after
-  each checkpoint (fine-tuning evaluates there).
+  `make_iterator(step)` gives the training input from `step` on (the step the run starts or
+  resumes at); it is built once, so every record is read once per epoch however often the run
+  checkpoints (a seeded input resumes where an interrupted run stopped: see
+  albert_tf.data.epochs). Calls are cut so that checkpoints fall on call boundaries. A NaN/Inf
+  loss stops the run with a NonFiniteLossError before anything is saved, so the last checkpoint
+  stays the last good one. `after_save(step, path)` runs after each checkpoint (fine-tuning
+  evaluates there).
   """
   step = int(runner.global_step.numpy())
   iterator = make_iterator(step)
@@ -274,8 +298,6 @@ def run_training(runner, make_iterator, manager, settings, log, summary_writer=N
         after_save(step, path)
       if pause:
         time.sleep(pause)
-      if step < total:
-        iterator = make_iterator(step)
   return step
 
 

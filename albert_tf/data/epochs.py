@@ -1,0 +1,68 @@
+"""Training input built once per run that reads every record once per epoch, in an order fixed by
+a seed, and resumes from a step.
+
+The original built its input once per training call, so every record was read once per epoch.
+Rebuilding the input at each checkpoint instead (the only way to resume a tf.distribute iterator
+exactly, since those cannot be checkpointed) would read only the head of each file between
+checkpoints. Here the input is a stream of epochs, epoch e shuffled with a seed derived from
+(seed, e): the same seed gives the same stream, so a resumed run skips what the interrupted one had
+consumed and goes on exactly where it stopped.
+"""
+
+import random
+
+import numpy as np
+import tensorflow as tf
+
+# Epochs of a training stream: unbounded in practice (2**62 epochs of one record each).
+_NO_END = 2**62
+# Mixes the epoch into the seed of tf.data's shuffle (a prime well above any epoch count).
+_EPOCH_STRIDE = 1_000_003
+
+
+def resolve_seed(seed):
+  """The seed of a training stream: `seed` when given, else a fresh random one (an unseeded run
+  gets a new order every time it starts, as the original's)."""
+  return random.SystemRandom().randrange(2**31) if seed is None else int(seed)
+
+
+def epoch_seed(seed, epoch):
+  """The int64 shuffle seed of epoch `epoch` (a tensor) of a stream seeded with `seed`."""
+  return tf.cast(seed, tf.int64) * _EPOCH_STRIDE + tf.cast(epoch, tf.int64)
+
+
+def shuffled_files(files, seed, epoch):
+  """`files` (a list of paths) in epoch `epoch`'s order: a permutation fixed by (seed, epoch)."""
+  keys = tf.random.stateless_uniform([len(files)], seed=tf.stack(
+      [tf.cast(seed, tf.int64), tf.cast(epoch, tf.int64)]))
+  return tf.gather(tf.constant(files), tf.argsort(keys))
+
+
+def epoch_stream(records_of_epoch, start_epoch=0):
+  """The concatenation of records_of_epoch(e) for e = start_epoch, start_epoch + 1, ...
+
+  records_of_epoch: int64 scalar tensor -> a finite tf.data.Dataset (one epoch, in its order).
+  """
+  return tf.data.Dataset.range(start_epoch, _NO_END).flat_map(records_of_epoch)
+
+
+def count_records(files):
+  """The number of records in TFRecord `files` (reads them without parsing)."""
+  counts = tf.data.Dataset.from_tensor_slices(tf.constant(files)).map(
+      lambda f: tf.data.TFRecordDataset(f).reduce(np.int64(0), lambda n, _: n + 1),
+      num_parallel_calls=tf.data.AUTOTUNE)
+  return int(counts.reduce(np.int64(0), lambda total, n: total + n))
+
+
+def records_per_step(global_batch_size, input_context=None):
+  """Records one input pipeline hands out per training step (all its replicas' batches)."""
+  if input_context is None:
+    return global_batch_size
+  return global_batch_size // input_context.num_input_pipelines
+
+
+def batches_per_step(input_context=None):
+  """Per-replica batches one input pipeline hands out per training step."""
+  if input_context is None:
+    return 1
+  return input_context.num_replicas_in_sync // input_context.num_input_pipelines

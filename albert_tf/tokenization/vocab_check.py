@@ -1,0 +1,32 @@
+"""Does a tokenizer's vocabulary fit the model's embedding table?
+
+An id at or above the config's vocab_size has no embedding row: tf.gather fails on it at serve or
+train time (`indices[...] = 1200 is not in [0, 1000)`), on a GPU it silently reads zeros. A
+tokenizer with fewer pieces than vocab_size is fine: released models pad their tables.
+"""
+
+
+def spm_vocab_size(spm_model_file):
+  """The number of pieces of a SentencePiece model."""
+  import sentencepiece as spm  # pylint: disable=import-outside-toplevel
+  processor = spm.SentencePieceProcessor()
+  processor.Load(spm_model_file)
+  return processor.GetPieceSize()
+
+
+def wordpiece_vocab_size(vocab_file):
+  """The number of ids of a WordPiece vocab file: its line count (an id is a line number)."""
+  with open(vocab_file, "rb") as f:
+    return sum(1 for _ in f)
+
+
+def check_vocab_fits(tokenizer_vocab_size, config_vocab_size, tokenizer_file, config_file=None):
+  """Raises ValueError when the tokenizer can produce ids the model has no embedding for."""
+  if tokenizer_vocab_size <= config_vocab_size:
+    return
+  config = f"the config {config_file}" if config_file else "the model's config"
+  raise ValueError(
+      f"tokenizer {tokenizer_file} has {tokenizer_vocab_size} pieces but {config} has "
+      f"vocab_size {config_vocab_size}: ids {config_vocab_size} to {tokenizer_vocab_size - 1} "
+      f"have no embedding and would fail at serve time. Use the SentencePiece model (or vocab "
+      f"file) the model was trained with, or the albert_config.json that matches this tokenizer.")
