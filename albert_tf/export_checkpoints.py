@@ -38,7 +38,8 @@ def main(argv):
                            "--init_checkpoint")
     config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
   prefix = export_released_layout(AlbertConfig.from_json_file(config_file), checkpoint,
-                                  FLAGS.export_path, FLAGS.spm_model_file)
+                                  FLAGS.export_path, FLAGS.spm_model_file,
+                                  config_file=config_file)
   print(f"exported {prefix}")
 
 

@@ -29,8 +29,10 @@ def main(argv):
   from albert_tf.models import AlbertPretrainer
   # pylint: enable=import-outside-toplevel
   model = AlbertPretrainer(AlbertConfig.from_json_file(FLAGS.albert_config_file))
+  # Built before the checkpoint loads: it checks the SentencePiece model against the config.
+  module = ServingModule(model, FLAGS.spm_model_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+                         config_file=FLAGS.albert_config_file)
   print(f"loaded {FLAGS.init_checkpoint}: {load_checkpoint(model, FLAGS.init_checkpoint)}")
-  module = ServingModule(model, FLAGS.spm_model_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
   print(f"exported {export_saved_model(module, FLAGS.export_dir, FLAGS.version)}")
 
 

@@ -56,9 +56,9 @@ def main(argv):
     raise app.UsageError(f"Task not found: {FLAGS.task_name}")
   try:
     job = RaceJob(FLAGS)
+    job.run()
   except UsageError as e:
     raise app.UsageError(str(e)) from None
-  job.run()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """export_checkpoints, export_saved_model, and the serving client (without a model server)."""
 
 import json
+import logging
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -13,6 +16,12 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.export import served_model
+from albert_tf.export.classifier import ClassifierServingModule
+from albert_tf.export.released import export_released_layout
+from albert_tf.export.saved_model import ServingModule
+from albert_tf.export.squad import SquadServingModule
+from albert_tf.tokenization import check_vocab_fits
+from albert_tf.tokenization.vocab_check import spm_vocab_size, wordpiece_vocab_size
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, reference_batch, run_binary
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
@@ -225,3 +234,117 @@ def test_against_a_real_model_server(exported):
   finally:
     server.terminate()
     server.wait(timeout=30)
+
+
+# -- the tokenizer's vocabulary against the config's vocab_size ---------------------------------
+
+def test_check_vocab_fits(tmp_path):
+  check_vocab_fits(1000, 1000, "spm.model", "albert_config.json")
+  check_vocab_fits(900, 1000, "spm.model")  # fewer pieces than rows: released models pad
+  with pytest.raises(ValueError) as info:
+    check_vocab_fits(1000, 500, "spm.model", "albert_config.json")
+  message = str(info.value)
+  for expected in ["tokenizer spm.model has 1000 pieces but the config albert_config.json has "
+                   "vocab_size 500", "ids 500 to 999 have no embedding",
+                   "Use the SentencePiece model (or vocab file) the model was trained with, or "
+                   "the albert_config.json that matches this tokenizer"]:
+    assert expected in message
+  with pytest.raises(ValueError, match="but the model's config has vocab_size 500"):
+    check_vocab_fits(1000, 500, "spm.model")
+  assert spm_vocab_size(SPM) == 1000
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("[PAD]\n[UNK]\n\nhello\nhello\n")  # a blank line and a repeat still take ids
+  assert wordpiece_vocab_size(str(vocab)) == 5
+
+
+def _small_vocab_model(tmp_path, vocab_size):
+  """A config like the fixture's with another vocab_size, and a checkpoint of its shape."""
+  with open(CONFIG) as f:
+    values = dict(json.load(f), vocab_size=vocab_size)
+  config_file = tmp_path / f"config_{vocab_size}.json"
+  config_file.write_text(json.dumps(values))
+  config = albert_tf.AlbertConfig.from_json_file(str(config_file))
+  model = albert_tf.AlbertPretrainer(config)
+  parts = albert_tf.checkpoints.model_parts(model)
+  checkpoint = tf.train.Checkpoint(**parts).write(str(tmp_path / f"ckpt_{vocab_size}" / "ckpt"))
+  return str(config_file), config, checkpoint
+
+
+def test_exports_refuse_a_tokenizer_bigger_than_the_vocab(tmp_path):
+  config_file, config, checkpoint = _small_vocab_model(tmp_path, 500)
+  expected = f"tokenizer {SPM} has 1000 pieces but the config {config_file} has vocab_size 500"
+  base = tmp_path / "serving"
+  result = run_binary("export_saved_model", [
+      f"--albert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
+      f"--spm_model_file={SPM}", "--max_seq_length=16", f"--export_dir={base}", "--version=1"],
+                      check=False)
+  assert result.returncode != 0
+  assert expected in result.stderr, result.stderr[-3000:]
+  assert not os.path.exists(base / "1")
+  result = run_binary("export_checkpoints", [
+      f"--albert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
+      f"--spm_model_file={SPM}", f"--export_path={tmp_path / 'released'}"], check=False)
+  assert result.returncode != 0
+  assert expected in result.stderr, result.stderr[-3000:]
+  assert not os.path.exists(tmp_path / "released")
+  # The fine-tuning exports (their modules check it; the config file is not known there).
+  with pytest.raises(ValueError, match=re.escape(f"{SPM} has 1000 pieces but the model's config "
+                                                 "has vocab_size 500")):
+    ClassifierServingModule(albert_tf.AlbertClassifier(config, num_labels=2), SPM, ["a", "b"],
+                            pair=False, max_seq_length=16)
+  with pytest.raises(ValueError, match="has 1000 pieces but the model's config has vocab_size"):
+    SquadServingModule(albert_tf.AlbertSpanLabeler(config), SPM, max_seq_length=32)
+  # A tokenizer smaller than the table is fine.
+  _, padded, _ = _small_vocab_model(tmp_path, 1200)
+  module = ServingModule(albert_tf.AlbertPretrainer(padded), SPM, max_seq_length=16)
+  assert module.vocab_size == 1200
+
+
+# -- leftovers of killed exports ----------------------------------------------------------------
+
+def _finished_pid():
+  """The pid of a process that has exited (not reused this soon)."""
+  result = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+  return int(result.stdout)
+
+
+def _leftover(path):
+  os.makedirs(path / "variables")
+  (path / "saved_model.pb").write_bytes(b"half-written")
+  return path
+
+
+def test_saved_model_export_removes_leftovers_of_killed_exports(tmp_path):
+  base, host, dead = tmp_path / "albert", socket.gethostname(), _finished_pid()
+  stale = [_leftover(base / f".tmp-2-{host}-{dead}"),
+           _leftover(base / f".tmp-7-{dead}")]  # the name exports wrote before the host was in it
+  kept = [_leftover(base / f".tmp-2-{host}-{os.getpid()}"),  # a running process's
+          _leftover(base / f".tmp-2-otherhost-{dead}"),  # another host's: its pid means nothing
+          _leftover(base / ".tmp-notes")]
+  result = run_binary("export_saved_model", [
+      f"--albert_config_file={CONFIG}", f"--init_checkpoint={CKPT0}", f"--spm_model_file={SPM}",
+      "--max_seq_length=16", f"--export_dir={base}", "--version=3"])
+  for path in stale:
+    assert not os.path.exists(path)
+    assert f"removing {path}, left by an export (pid {dead}) that did not finish" in result.stderr
+  assert sorted(os.listdir(base)) == sorted(["3"] + [p.name for p in kept])
+  ref = reference_batch()
+  out = tf.saved_model.load(str(base / "3")).signatures["tokens"](
+      **{k: tf.constant(ref[k]) for k in ("input_ids", "input_mask", "segment_ids")})
+  np.testing.assert_allclose(out["pooled_output"], ref["pooled_output"], atol=1e-5)
+
+
+def test_released_export_removes_leftovers_of_killed_exports(tmp_path, caplog):
+  host, dead = socket.gethostname(), _finished_pid()
+  out = tmp_path / "albert_export"
+  stale = _leftover(tmp_path / f".tmp-albert_export-{host}-{dead}")
+  other = _leftover(tmp_path / f".tmp-other_export-{host}-{dead}")  # another target's
+  config = albert_tf.AlbertConfig.from_json_file(CONFIG)
+  with caplog.at_level(logging.WARNING):
+    prefix = export_released_layout(config, CKPT0, str(out), SPM)
+  assert not os.path.exists(stale)
+  assert f"removing {stale}, left by an export (pid {dead}) that did not finish" in caplog.text
+  assert os.path.exists(other)
+  assert sorted(os.listdir(tmp_path)) == sorted(["albert_export", other.name])
+  assert tf.train.load_checkpoint(prefix).get_variable_to_shape_map() == _fixture_weight_names()

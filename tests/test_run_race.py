@@ -2,6 +2,7 @@
 model.ckpt-best, and the test-set results."""
 
 import os
+import shutil
 
 import tensorflow as tf
 
@@ -50,3 +51,19 @@ def test_bad_flags(tmp_path):
   assert r.returncode != 0 and "max_qa_length" in r.stderr
   r = _run([f"--output_dir={tmp_path}", "--max_seq_length=64", "--task_name=mnli"], check=False)
   assert r.returncode != 0 and "Task not found" in r.stderr
+
+
+def test_an_empty_dev_set_fails_before_training(tmp_path):
+  shutil.copytree(os.path.join(RACE, "RACE", "train"), tmp_path / "RACE" / "train")
+  for level in ("middle", "high"):
+    (tmp_path / "RACE" / "dev" / level).mkdir(parents=True)
+  out = tmp_path / "out"
+  r = run_binary("run_race", [
+      f"--data_dir={tmp_path}", f"--spm_model_file={SPM}",
+      f"--albert_config_file={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}",
+      f"--output_dir={out}", "--max_seq_length=64", "--max_qa_length=16", "--train_step=4"],
+                 check=False, timeout=300)
+  assert r.returncode != 0
+  assert f"no RACE questions in {tmp_path / 'RACE' / 'dev'}" in r.stderr
+  assert "Running training" not in r.stderr
+  assert not [name for name in os.listdir(out) if "ckpt" in name or "tf_record" in name]

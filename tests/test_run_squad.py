@@ -89,7 +89,7 @@ def test_train_predict_export(version, tmp_path):
                       "--num_train_epochs=20" if version == "v1" else "--num_train_epochs=2",
                       "--save_checkpoints_steps=25" if version == "v1" else
                       "--save_checkpoints_steps=4", "--learning_rate=2e-3", "--random_seed=1",
-                      "--data_seed=1", f"--export_dir={export}"] +
+                      "--data_seed=2", f"--export_dir={export}"] +
        ([f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}"]
         if version == "v2" else []))
   with open(out / "eval_results.txt") as f:
@@ -124,3 +124,17 @@ def test_train_predict_export(version, tmp_path):
     _, questions, contexts = _questions("v2")
     answers = module.serve(tf.constant(questions), tf.constant(contexts))["answer"].numpy()
     assert [a.decode() for a in answers] == [nbest[i][0]["text"] for i in ids]
+
+
+def test_an_empty_predict_file_fails_before_training(tmp_path):
+  empty = tmp_path / "empty.json"
+  empty.write_text('{"version": "1.1", "data": []}')
+  out = tmp_path / "out"
+  r = run_binary("run_squad_v1", [
+      f"--spm_model_file={SPM}", f"--albert_config_file={CONFIG}", f"--output_dir={out}",
+      f"--train_file={os.path.join(SQUAD, 'v1', 'train.json')}", f"--predict_file={empty}",
+      "--do_train", "--do_predict", "--train_batch_size=8"] + WINDOWS, check=False, timeout=300)
+  assert r.returncode != 0
+  assert f"SQuAD file {empty} has no usable questions" in r.stderr
+  assert "Running training" not in r.stderr
+  assert not [name for name in os.listdir(out) if "ckpt" in name or "tf_record" in name]

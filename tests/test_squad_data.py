@@ -143,3 +143,82 @@ def test_windows_and_max_context():
   assert squad_data.is_max_context(spans, 1, 4)
   # token 3: min(3, 0) in span 0 ties min(0, 3) in span 1: the first span wins.
   assert squad_data.is_max_context(spans, 0, 3) and not squad_data.is_max_context(spans, 1, 3)
+
+
+def _squad_file(tmp_path, qas, context="The cat sat on the mat."):
+  path = tmp_path / "squad.json"
+  path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [
+      {"context": context, "qas": qas}]}]}))
+  return str(path)
+
+
+def _qa(qid, text, start, **extra):
+  return dict({"id": qid, "question": "Where?", "answers": [{"text": text,
+                                                             "answer_start": start}]}, **extra)
+
+
+@pytest.mark.parametrize("qas, is_training, message", [
+    ([_qa("q1", "the mat", 40)], True,
+     r"question q1 \(article 0, paragraph 0, question 0\): answer_start 40 .* outside its "
+     r"context \(23 characters\)"),
+    ([_qa("q1", "the mat", -3)], True, r"question q1 .*answer_start -3"),
+    ([_qa("q1", "mat.", 20)], True, r"question q1 .*answer_start 20 with an answer of 4"),
+    ([_qa("q1", " ", 3)], True, r"question q1 .*answer text is empty"),
+    ([{"id": "q1", "question": "Where?"}], True, r"question q1 .*\"answers\" must be a list, "
+                                                  r"found missing"),
+    ([{"question": "Where?", "answers": []}], False,
+     r"article 0, paragraph 0, question 0: \"id\" must be a str or int, found missing"),
+    ([{"id": "q1", "answers": []}], False, r"question q1 .*\"question\" must be a str"),
+    ([_qa("q1", "the mat", "19")], True, r"question q1 .*\"answer_start\" must be a int, "
+                                         r"found '19'"),
+    ([{"id": "q1", "question": "Where?", "answers": [{"answer_start": 1}]}], False,
+     r"question q1 .*answer: \"text\" must be a str"),
+])
+def test_malformed_questions_name_the_file_and_question(tmp_path, qas, is_training, message):
+  path = _squad_file(tmp_path, qas)
+  with pytest.raises(ValueError, match=message) as error:
+    squad.read_squad_examples(path, is_training)
+  assert str(error.value).startswith(f"SQuAD file {path}")
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"data": [', r"is not valid JSON: Expecting value at line 1, column 11"),
+    ('{"version": "1.1"}', r"has no \"data\" list"),
+    ('{"data": []}', r"has no usable questions"),
+    ('{"data": [{"title": "t"}]}', r"article 0: \"paragraphs\" must be a list, found missing"),
+    ('{"data": [{"paragraphs": [{"qas": []}]}]}',
+     r"article 0, paragraph 0: \"context\" must be a str, found missing"),
+])
+def test_malformed_files_name_the_file(tmp_path, text, message):
+  path = tmp_path / "bad.json"
+  path.write_text(text)
+  for is_training in (True, False):
+    with pytest.raises(ValueError, match=f"SQuAD file {path}.*{message}"):
+      squad.read_squad_examples(str(path), is_training)
+
+
+def test_training_skips_answers_not_in_their_context(tmp_path):
+  path = _squad_file(tmp_path, [
+      _qa("found", "the mat", 15),
+      # The answer's words, whitespace aside, in the words its offsets cover: kept.
+      _qa("spaced", "cat  sat", 4), _qa("in_a_word", "at", 5),
+      _qa("elsewhere", "the cat", 15), _qa("absent", "dog", 4),
+      {"id": "none", "question": "Who?", "answers": [], "is_impossible": True}])
+  messages = []
+  examples = squad.read_squad_examples(path, is_training=True, log=messages.append)
+  assert [(e.qas_id, e.orig_answer_text, e.start_position) for e in examples] == [
+      ("found", "the mat", 15), ("spaced", "cat  sat", 4), ("in_a_word", "at", 5),
+      ("none", "", -1)]
+  assert len(messages) == 3
+  assert messages[0].startswith(f"Could not find answer: SQuAD file {path}, question elsewhere")
+  assert "question absent" in messages[1]
+  assert messages[2] == (f"skipped 2 of 6 training questions of {path}: their answer text is "
+                         "not at answer_start in the context")
+  # Prediction does not look at the answers.
+  assert len(squad.read_squad_examples(path, is_training=False)) == 6
+
+
+def test_no_answer_found_at_all_is_an_error(tmp_path):
+  path = _squad_file(tmp_path, [_qa("absent", "dog", 4)])
+  with pytest.raises(ValueError, match=r"no usable questions \(all 1 answers were not found"):
+    squad.read_squad_examples(path, is_training=True)

@@ -16,6 +16,7 @@ import math
 import tensorflow as tf
 
 from albert_tf.export.saved_model import TextServingModule, ids_spec
+from albert_tf.export.serving_inputs import check_texts
 from albert_tf.models.losses import classification_losses
 
 
@@ -24,7 +25,7 @@ class ClassifierServingModule(TextServingModule):
 
   def __init__(self, classifier, spm_model_file, label_list, pair, do_lower_case=True,
                max_seq_length=128, threshold=None):
-    super().__init__(classifier.config, spm_model_file, do_lower_case, max_seq_length,
+    super().__init__(classifier, spm_model_file, do_lower_case, max_seq_length,
                      name="albert_classifier_serving")
     self.classifier = classifier
     self.regression = classifier.is_regression
@@ -52,16 +53,20 @@ class ClassifierServingModule(TextServingModule):
     return result
 
   def _serve_single(self, text):
+    text = check_texts(text=text)["text"]
     return self._outputs(self.tokenizer.pack(text, max_seq_length=self.max_seq_length))
 
   def _serve_pair(self, text, text_b):
-    return self._outputs(self.tokenizer.pack(text, text_b, self.max_seq_length))
+    texts = check_texts(text=text, text_b=text_b)
+    return self._outputs(self.tokenizer.pack(texts["text"], texts["text_b"],
+                                             self.max_seq_length))
 
   @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                 ids_spec("segment_ids")])
   def tokens(self, input_ids, input_mask, segment_ids):
-    return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
-                          "segment_ids": segment_ids})
+    features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
+                                       "segment_ids": segment_ids})
+    return self._outputs(features)
 
   def signatures(self):
     return {"serving_default": self.serve_text, "tokens": self.tokens,

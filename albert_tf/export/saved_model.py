@@ -10,6 +10,10 @@ Signatures (all batch-major, any batch size):
   sop_log_probs      tokens' inputs -> sop_log_probs [B, 2]
   tokenization_info  () -> vocab_file (the SentencePiece model asset), do_lower_case,
                      max_seq_length
+
+Requests are checked in the graph (see serving_inputs): a wrong rank, shapes that disagree,
+length 0 or over max_position_embeddings, ids outside the tables, text batches of different sizes
+fail with a message naming the input, what was expected and what came.
 """
 
 import os
@@ -17,7 +21,10 @@ import shutil
 
 import tensorflow as tf
 
+from albert_tf.export.serving_inputs import check_texts, check_token_inputs
+from albert_tf.export.staging import remove_stale_staging_dirs, staging_dir
 from albert_tf.tokenization.in_graph import InGraphTokenizer
+from albert_tf.tokenization.vocab_check import check_vocab_fits
 
 
 def ids_spec(name):
@@ -25,18 +32,40 @@ def ids_spec(name):
 
 
 class TextServingModule(tf.Module):
-  """What every raw-text export holds: the model's config limit, the in-graph tokenizer, the
-  SentencePiece model as an asset, and the tokenization_info signature."""
+  """What every raw-text export holds: the model's weights, its config's limits, the in-graph
+  tokenizer, the SentencePiece model as an asset, and the tokenization_info signature.
 
-  def __init__(self, config, spm_model_file, do_lower_case, max_seq_length, name):
+  `config_file`, where known, is named in the error when the SentencePiece model has more pieces
+  than the config's vocab_size (requests would fail at serve time)."""
+
+  def __init__(self, model, spm_model_file, do_lower_case, max_seq_length, name,
+               config_file=None):
     super().__init__(name=name)
+    config = model.config
+    # TF Serving's loader (C++, as tf.compat.v1.saved_model.loader) finds only the variables the
+    # SavedModel's object graph holds as tf.Variables. A Keras 3 model's weights are Keras
+    # variables wrapping them: saved, but not found at serve time ("Could not find variable
+    # embeddings/position_embeddings", keras-team/keras#20095). `.value` is the wrapped
+    # tf.Variable (outside a layer call, where no autocast applies).
+    self.model_weights = [weight.value for weight in model.weights]
     if max_seq_length > config.max_position_embeddings:
       raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
                        f"({config.max_position_embeddings})")
     self.tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
+    check_vocab_fits(int(self.tokenizer.sp.vocab_size()), config.vocab_size, spm_model_file,
+                     config_file)
     self.vocab_file = tf.saved_model.Asset(spm_model_file)
     self.do_lower_case = do_lower_case
     self.max_seq_length = max_seq_length
+    self.vocab_size = config.vocab_size
+    self.type_vocab_size = config.type_vocab_size
+    self.max_position_embeddings = config.max_position_embeddings
+
+  def checked_tokens(self, features, mlm_positions=None):
+    """A tokens-style request's tensors, run only once they fit this model (see
+    serving_inputs.check_token_inputs). Returns (features, mlm_positions)."""
+    return check_token_inputs(features, self.vocab_size, self.type_vocab_size,
+                              self.max_position_embeddings, mlm_positions)
 
   def info(self):
     """tokenization_info's outputs; subclasses add their settings."""
@@ -52,9 +81,10 @@ class TextServingModule(tf.Module):
 class ServingModule(TextServingModule):
   """Wraps an AlbertPretrainer and the in-graph tokenizer for export."""
 
-  def __init__(self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128):
-    super().__init__(pretrainer.config, spm_model_file, do_lower_case, max_seq_length,
-                     name="albert_serving")
+  def __init__(self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128,
+               config_file=None):
+    super().__init__(pretrainer, spm_model_file, do_lower_case, max_seq_length,
+                     name="albert_serving", config_file=config_file)
     self.pretrainer = pretrainer
 
   def _encode(self, features):
@@ -68,32 +98,38 @@ class ServingModule(TextServingModule):
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
   def serve_text(self, text):
+    text = check_texts(text=text)["text"]
     return self._encode_packed(self.tokenizer.pack(text, max_seq_length=self.max_seq_length))
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
                                 tf.TensorSpec([None], tf.string, name="text_b")])
   def serve_text_pair(self, text, text_b):
-    return self._encode_packed(self.tokenizer.pack(text, text_b, self.max_seq_length))
+    texts = check_texts(text=text, text_b=text_b)
+    return self._encode_packed(self.tokenizer.pack(texts["text"], texts["text_b"],
+                                                   self.max_seq_length))
 
   @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                 ids_spec("segment_ids")])
   def tokens(self, input_ids, input_mask, segment_ids):
-    return self._encode({"input_ids": input_ids, "input_mask": input_mask,
-                         "segment_ids": segment_ids})
+    features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
+                                       "segment_ids": segment_ids})
+    return self._encode(features)
 
   @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                 ids_spec("segment_ids"), ids_spec("mlm_positions")])
   def mlm(self, input_ids, input_mask, segment_ids, mlm_positions):
-    out = self.pretrainer({"input_ids": input_ids, "input_mask": input_mask,
-                           "segment_ids": segment_ids, "masked_lm_positions": mlm_positions},
-                          training=False)
+    features, positions = self.checked_tokens(
+        {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
+        mlm_positions)
+    out = self.pretrainer(dict(features, masked_lm_positions=positions), training=False)
     return {"mlm_logits": out["masked_lm_logits"]}
 
   @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                 ids_spec("segment_ids")])
   def sop_log_probs(self, input_ids, input_mask, segment_ids):
-    pooled = self.pretrainer.encoder({"input_ids": input_ids, "input_mask": input_mask,
-                                      "segment_ids": segment_ids}, training=False)["pooled_output"]
+    features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
+                                       "segment_ids": segment_ids})
+    pooled = self.pretrainer.encoder(features, training=False)["pooled_output"]
     logits = self.pretrainer.sentence_order(pooled)
     return {"sop_log_probs": tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)}
 
@@ -110,7 +146,8 @@ class ServingModule(TextServingModule):
 
 def export_saved_model(module, export_dir, version):
   """Saves `module` as <export_dir>/<version>/, written under a temporary name and renamed, so
-  that TF Serving (which polls export_dir) never sees a half-written version."""
+  that TF Serving (which polls export_dir) never sees a half-written version. Temporary folders
+  that killed exports left in export_dir are removed first (see export.staging)."""
   if not str(version).isdigit():
     raise ValueError(f"--version must be a non-negative integer (TF Serving's layout), got "
                      f"{version!r}")
@@ -118,7 +155,9 @@ def export_saved_model(module, export_dir, version):
   if os.path.exists(final):
     raise FileExistsError(f"{final} exists already; choose another --version")
   os.makedirs(export_dir, exist_ok=True)
-  tmp = os.path.join(export_dir, f".tmp-{int(version)}-{os.getpid()}")
+  # Any version's: a killed export of version 3 is garbage once version 4 is exported.
+  remove_stale_staging_dirs(export_dir, r"\d+", legacy=True)
+  tmp = staging_dir(export_dir, int(version))
   shutil.rmtree(tmp, ignore_errors=True)
   try:
     tf.saved_model.save(module, tmp, signatures=module.signatures())

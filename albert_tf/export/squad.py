@@ -30,6 +30,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.export.saved_model import TextServingModule, export_saved_model, ids_spec
+from albert_tf.export.serving_inputs import check_texts
 from albert_tf.tokenization.in_graph import PY_WHITESPACE
 
 NO_ANSWER_SCORE = -2e6
@@ -50,7 +51,7 @@ class SquadServingModule(TextServingModule):
   def __init__(self, model, spm_model_file, do_lower_case=True, max_seq_length=384,
                doc_stride=128, max_query_length=64, max_answer_length=30, n_best_size=20,
                v2=False, null_score_diff_threshold=0.0):
-    super().__init__(model.config, spm_model_file, do_lower_case, max_seq_length,
+    super().__init__(model, spm_model_file, do_lower_case, max_seq_length,
                      name="albert_squad_serving")
     self.model = model
     self.doc_stride = doc_stride
@@ -226,13 +227,15 @@ class SquadServingModule(TextServingModule):
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
                                 tf.TensorSpec([None], tf.string, name="context")])
   def serve(self, question, context):
-    return self._answer(question, context)
+    texts = check_texts(question=question, context=context)
+    return self._answer(texts["question"], texts["context"])
 
   @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                 ids_spec("segment_ids"), ids_spec("p_mask")])
   def features(self, input_ids, input_mask, segment_ids, p_mask):
-    return self._raw_outputs({"input_ids": input_ids, "input_mask": input_mask,
-                              "segment_ids": segment_ids, "p_mask": p_mask})
+    features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
+                                       "segment_ids": segment_ids, "p_mask": p_mask})
+    return self._raw_outputs(features)
 
   def info(self):
     return dict(super().info(), doc_stride=tf.constant(self.doc_stride),

@@ -14,6 +14,7 @@ from albert_tf.finetuning.job import FineTuningJob, UsageError, log
 from albert_tf.finetuning.metrics import classifier_eval_metrics, key_metric
 from albert_tf.finetuning.objectives import ClassificationObjective
 from albert_tf.models import AlbertClassifier, classification_losses
+from albert_tf.training import strategy as strategies
 
 
 class ClassifierJob(FineTuningJob):
@@ -47,21 +48,23 @@ class ClassifierJob(FineTuningJob):
     file_based_convert_examples_to_features(examples, self.label_list, self.flags.max_seq_length,
                                             self.tokenizer, path, self.regression, log)
 
-  def features_file(self, path, split, padded_batch=None, regenerate=False):
+  def features_file(self, path, split, examples, padded_batch=None, regenerate=False):
     """Writes the split's features to path unless cached (predict's are always regenerated, as
-    the original). Returns (path, the split's examples, without padding ones)."""
-    examples = self.processor.get_examples(self.flags.data_dir, split)
+    the original): the chief writes, and every worker returns once the file is complete."""
     real = len(examples)
     if padded_batch:  # fixed TPU batches: pad with examples that carry no weight
-      examples += [glue.PaddingInputExample() for _ in range(-real % padded_batch)]
-    if regenerate or not os.path.exists(path):
-      if self.chief:
+      examples = examples + [glue.PaddingInputExample() for _ in range(-real % padded_batch)]
+    cached = not regenerate and os.path.exists(path)
+
+    def write():
+      if not cached:
         self.convert(examples, path)
-      log(f"wrote {len(examples)} {split} features ({real} real) to {path}")
-    else:
+        log(f"wrote {len(examples)} {split} features ({real} real) to {path}")
+    strategies.run_on_chief(self.strategy, write, path)
+    if cached:
       check_cached_features(path, self.record_length())
       log(f"using cached features {path}")
-    return path, examples[:real]
+    return path
 
   def record_length(self):
     """ids per feature record."""
@@ -124,8 +127,8 @@ class ClassifierJob(FineTuningJob):
                           ("submit_results.tsv", submit_lines)):
         write_text_atomically(os.path.join(self.flags.output_dir, name),
                               "\n".join(lines) + "\n")
-    log(f"wrote predictions of {len(test_lines)} examples to test_results.tsv and "
-        "submit_results.tsv")
+      log(f"wrote predictions of {len(test_lines)} examples to test_results.tsv and "
+          "submit_results.tsv")
 
   def export(self):
     # pylint: disable=import-outside-toplevel
@@ -146,15 +149,20 @@ class ClassifierJob(FineTuningJob):
     """The original binary's flow: (train, evaluating each checkpoint), evaluate the checkpoints
     not evaluated yet, predict with model.ckpt-best, and export it."""
     f = self.flags
+    # Every split is read (and checked) before the model is built: a malformed or empty dev or
+    # test set fails now, not once training is over.
+    examples = {split: self.processor.get_examples(f.data_dir, split) for split, wanted in
+                (("train", f.do_train), ("dev", f.do_eval), ("test", f.do_predict)) if wanted}
+    self.claim_output_dir()
     self.build(f.train_step, f.warmup_step)
     tracker = self.tracker(self.key_metric)
     padded = f.eval_batch_size if f.use_tpu else None
-    eval_file = (self.features_file(self.cached_path("dev"), "dev", padded)[0]
+    eval_file = (self.features_file(self.cached_path("dev"), "dev", examples["dev"], padded)
                  if f.do_eval else None)
     if f.do_train:
-      train_file, train_examples = self.features_file(self.cached_path("train"), "train")
-      log(f"***** Running training *****\n  Num examples = {len(train_examples)}\n  Batch size = "
-          f"{f.train_batch_size}\n  Num steps = {f.train_step}")
+      train_file = self.features_file(self.cached_path("train"), "train", examples["train"])
+      log(f"***** Running training *****\n  Num examples = {len(examples['train'])}\n  Batch "
+          f"size = {f.train_batch_size}\n  Num steps = {f.train_step}")
       self.train(
           lambda seed, ctx: self.dataset(train_file, f.train_batch_size, True, seed, ctx),
           after_save=(lambda step, path: self.record(tracker, step, self.evaluate(eval_file)))
@@ -166,7 +174,8 @@ class ClassifierJob(FineTuningJob):
       self.load_best()
     if f.do_predict:
       padded = f.predict_batch_size if f.use_tpu else None
-      self.write_predictions(*self.features_file(self.cached_path("test"), "test", padded,
-                                                 regenerate=True))
+      self.write_predictions(self.features_file(self.cached_path("test"), "test",
+                                                examples["test"], padded, regenerate=True),
+                             examples["test"])
     if export and self.chief:
       self.export()

@@ -56,12 +56,15 @@ class BestCheckpointTracker:
   Each evaluation appends its metrics (sorted `key = value` lines), `best = <best so far>` and a
   ruler to eval_results.txt. best_trial.txt holds `<last evaluated step>:<best step>:<best
   value>`, so a resumed run evaluates only newer checkpoints. A new best is saved through
-  `save_best()` (model.ckpt-best).
+  `save_best()` (model.ckpt-best). In a multi-worker run every worker keeps the bookkeeping (they
+  decide together what to evaluate and load next) and calls save_best(); only the one with
+  `writes` (the chief) writes the files.
   """
 
-  def __init__(self, output_dir, key_name):
+  def __init__(self, output_dir, key_name, writes=True):
     self.output_dir = output_dir
     self.key_name = key_name
+    self.writes = writes
     self.results_file = os.path.join(output_dir, "eval_results.txt")
     self.trial_file = os.path.join(output_dir, "best_trial.txt")
     self.last_step, self.best_step, self.best_value = -1, -1, -1.0
@@ -76,13 +79,15 @@ class BestCheckpointTracker:
     result = dict(result, global_step=step)
     lines = [f"{key} = {result[key]}" for key in sorted(result)]
     lines += [f"best = {self.best_value}", "=" * 50]
-    with open(self.results_file, "a", encoding="utf-8") as f:
-      f.write("\n".join(lines) + "\n")
+    if self.writes:
+      with open(self.results_file, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
     value = result[self.key_name]
     improved = not math.isnan(value) and value > self.best_value
     if improved:
       save_best()
       self.best_value, self.best_step = float(value), step
     self.last_step = step
-    write_text_atomically(self.trial_file, f"{step}:{self.best_step}:{self.best_value}")
+    if self.writes:
+      write_text_atomically(self.trial_file, f"{step}:{self.best_step}:{self.best_value}")
     return improved

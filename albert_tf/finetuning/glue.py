@@ -154,12 +154,20 @@ class GlueProcessor(TextProcessor):
     if split not in spec.files:
       raise ValueError(f"task {self.task_name} has no {split} set")
     path = os.path.join(data_dir, spec.directory, spec.files[split])
-    return self.create_examples(read_tsv(path), split)
+    examples = self.create_examples(read_tsv(path), split, path)
+    if not examples:
+      # An empty dev or test set would fail only once training is over.
+      raise ValueError(f"{path} has no examples: give the {split} set's rows (tab-separated, "
+                       f"as GLUE's {spec.directory} files)")
+    return examples
 
-  def create_examples(self, rows, split):
+  def create_examples(self, rows, split, path=None):
+    """InputExamples of a split's TSV rows; a malformed row is an error naming the file (path)
+    and its line."""
     spec = self.spec
     cols = spec.columns_for(split)
     skip_header = split in spec.header_splits
+    where = path or f"{self.task_name} {split}"
     examples = []
     for i, row in enumerate(rows):
       if i == 0 and skip_header:
@@ -169,8 +177,10 @@ class GlueProcessor(TextProcessor):
       except IndexError:
         if spec.skip_short_rows and split != "test":
           continue
-        raise ValueError(f"{self.task_name} {split} row {i} has {len(row)} columns; expected "
+        raise ValueError(f"{where}: row {i} has {len(row)} columns (line {i + 1}); expected "
                          f"the {spec.directory} layout") from None
+      except ValueError as e:  # a score that is not a number (STS-B)
+        raise ValueError(f"{where}: row {i} (line {i + 1}): {e}") from None
     return examples
 
   def _example(self, row, index, split, cols):

@@ -58,12 +58,16 @@ class FineTuningJob:
     self.chief = strategies.is_chief(self.strategy)
     self.model_dir = strategies.worker_dir(self.strategy, f.output_dir)
     self.best_path = os.path.join(f.output_dir, "model.ckpt-best")
-    self._check_there_is_a_model()
-    os.makedirs(f.output_dir, exist_ok=True)
-    if self.chief:
-      OutputDirLock(f.output_dir, log).acquire()
     log(f"strategy {strategies.describe(self.strategy)} with "
         f"{self.strategy.num_replicas_in_sync} replicas")
+
+  def claim_output_dir(self):
+    """Call once the inputs are checked, before anything is written: refuses to go on without a
+    model to evaluate, predict or export, creates output_dir and takes its lock."""
+    self._check_there_is_a_model()
+    os.makedirs(self.flags.output_dir, exist_ok=True)
+    if self.chief:
+      OutputDirLock(self.flags.output_dir, log).acquire()
 
   def _check_there_is_a_model(self):
     """Evaluating, predicting or exporting without training needs trained weights: a checkpoint
@@ -140,16 +144,22 @@ class FineTuningJob:
 
   # -- best checkpoint --------------------------------------------------------------------------
   def tracker(self, key_name):
-    return BestCheckpointTracker(self.flags.output_dir, key_name)
+    return BestCheckpointTracker(self.flags.output_dir, key_name, writes=self.chief)
 
   def record(self, tracker, step, result):
     """Logs an evaluation, appends it to eval_results.txt and saves model.ckpt-best (the
-    original's TF1 layout) when it is the best so far."""
+    original's TF1 layout) when it is the best so far. Every worker of a multi-worker run calls
+    it; the others wait until the chief has saved (they may load model.ckpt-best next)."""
     log(f"***** Eval results at step {step} *****")
     for key in sorted(result):
       log(f"  {key} = {result[key]}")
-    if self.chief and tracker.record(step, result, lambda: save_original_checkpoint(
-        self.model, self.best_path, global_step=step, update_checkpoint_state=False)):
+
+    def save_best():
+      strategies.run_on_chief(self.strategy, lambda: save_original_checkpoint(
+          self.model, self.best_path, global_step=step, update_checkpoint_state=False),
+                              self.best_path)
+
+    if tracker.record(step, result, save_best):
       log(f"new best {tracker.key_name} = {result[tracker.key_name]}: saved {self.best_path}")
 
   def evaluate_checkpoints(self, tracker, evaluate):

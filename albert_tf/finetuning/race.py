@@ -44,34 +44,72 @@ class RaceProcessor(TextProcessor):
 
   def read_examples(self, split_dir):
     """Examples of middle then high school articles; files in name order (the original takes
-    the directory's listing order)."""
+    the directory's listing order). No question at all is an error (an empty dev or test set
+    would fail only after training)."""
     examples = []
     for level in self.levels:
       directory = os.path.join(split_dir, level)
       if not os.path.isdir(directory):
         raise FileNotFoundError(f"RACE directory not found: {directory}")
       for name in sorted(os.listdir(directory)):
-        if not name.endswith(".txt"):
-          continue
-        with open(os.path.join(directory, name), encoding="utf-8") as f:
-          for line in f:
-            if line.strip():
-              examples.extend(self._article_examples(json.loads(line)))
+        if name.endswith(".txt"):
+          examples.extend(self._file_examples(os.path.join(directory, name)))
+    if not examples:
+      raise ValueError(f"no RACE questions in {split_dir}: its "
+                       f"{' and '.join(self.levels)} folders hold no *.txt file with an article")
     return examples
 
-  def _article_examples(self, article):
+  def _file_examples(self, path):
+    """Examples of one RACE file: an article (json) per line."""
+    examples = []
+    with open(path, encoding="utf-8") as f:
+      for number, line in enumerate(f, 1):
+        if not line.strip():
+          continue
+        where = f"RACE file {path}, line {number}"
+        try:
+          article = json.loads(line.strip())
+        except json.JSONDecodeError as e:
+          raise ValueError(f"{where} is not valid JSON ({e.msg}, column {e.colno}): each line "
+                           "must hold one article") from None
+        examples.extend(self._article_examples(article, where))
+    return examples
+
+  def _article_examples(self, article, where="RACE article"):
+    _check_article(article, where)
     context = self.process_text(article["article"])
     out = []
-    for answer, question, options in zip(article["answers"], article["questions"],
-                                         article["options"]):
+    for number, (answer, question, options) in enumerate(
+        zip(article["answers"], article["questions"], article["options"])):
+      num_options = len(options) if isinstance(options, list) else 0
+      if answer not in LABELS or num_options < len(LABELS):
+        raise ValueError(
+            f"{where}, question {number} of article {article['id']} ({str(question)[:60]!r}): "
+            f"the answer must be one of {', '.join(LABELS)} for {len(LABELS)} options; found "
+            f"answer {answer!r} and {num_options} options")
       question = self.process_text(question)
       endings = []
-      for option in options[:4]:
+      for option in options[:len(LABELS)]:  # the original reads the first 4
         option = self.process_text(option)
         endings.append(question.replace("_", option) if "_" in question
                        else " ".join([question, option]))
-      out.append(RaceExample(article["id"], context, endings, ord(answer) - ord("A")))
+      out.append(RaceExample(article["id"], context, endings, LABELS.index(answer)))
     return out
+
+
+def _check_article(article, where):
+  """Raises naming `where` unless `article` has RACE's fields, a question for every answer and
+  option list."""
+  kinds = {"id": str, "article": str, "questions": list, "options": list, "answers": list}
+  wrong = [k for k, kind in kinds.items()
+           if not isinstance(article, dict) or not isinstance(article.get(k), kind)]
+  if wrong:
+    raise ValueError(f"{where}: the article needs {', '.join(wrong)} (RACE's fields: id, "
+                     "article, questions, options, answers)")
+  counts = [len(article[k]) for k in ("answers", "questions", "options")]
+  if len(set(counts)) != 1:
+    raise ValueError(f"{where}: article {article['id']} has {counts[0]} answers, {counts[1]} "
+                     f"questions and {counts[2]} option lists; each question needs one of each")
 
 
 def convert_single_example(example, num_choices, max_seq_length, tokenizer, max_qa_length):

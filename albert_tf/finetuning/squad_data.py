@@ -57,29 +57,115 @@ class InputFeatures:
   is_impossible: Optional[bool] = None
 
 
-def read_squad_examples(input_file, is_training):
-  """SquadExamples of a SQuAD v1.1/v2.0 json file, in file order."""
+def load_squad_json(input_file):
+  """The "data" list of a SQuAD json file (clear errors for a missing, malformed or non-SQuAD
+  file, naming it)."""
   if not os.path.exists(input_file):
     raise FileNotFoundError(f"SQuAD file not found: {input_file}")
   with open(input_file, encoding="utf-8") as f:
-    data = json.load(f)["data"]
-  examples = []
-  for entry in data:
-    for paragraph in entry["paragraphs"]:
-      for qa in paragraph["qas"]:
-        start, answer, impossible = None, None, False
-        if is_training:
-          impossible = qa.get("is_impossible", False)
-          if len(qa["answers"]) != 1 and not impossible:
-            raise ValueError(f"For training, each question should have exactly 1 answer "
-                             f"(question {qa['id']} has {len(qa['answers'])}).")
-          if impossible:
-            start, answer = -1, ""
-          else:
-            answer = qa["answers"][0]["text"]
-            start = qa["answers"][0]["answer_start"]
-        examples.append(SquadExample(qa["id"], qa["question"], paragraph["context"], answer,
-                                     start, is_impossible=impossible))
+    try:
+      root = json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f"SQuAD file {input_file} is not valid JSON: {e.msg} at line {e.lineno}, "
+                       f"column {e.colno}") from None
+  if not isinstance(root, dict) or not isinstance(root.get("data"), list):
+    raise ValueError(f"SQuAD file {input_file} has no \"data\" list: expected "
+                     "{\"data\": [{\"paragraphs\": [{\"context\": ..., \"qas\": [...]}]}]}")
+  return root["data"]
+
+
+def _field(entry, key, kind, where):
+  """entry[key], which must be a `kind`; else an error naming `where` the entry is."""
+  value = entry.get(key) if isinstance(entry, dict) else None
+  if not isinstance(value, kind) or isinstance(value, bool):
+    found = "missing" if not isinstance(entry, dict) or key not in entry else repr(value)[:50]
+    names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+    raise ValueError(f"{where}: \"{key}\" must be a {names}, found {found}: fix or remove the "
+                     "entry")
+  return value
+
+
+def _questions(data, input_file):
+  """(where, context, qa) of every question of a SQuAD "data" list; `where` names it in errors
+  (file, position and, once known, its id)."""
+  source = f"SQuAD file {input_file}"
+  for a, article in enumerate(data):
+    for p, paragraph in enumerate(_field(article, "paragraphs", list,
+                                         f"{source}, article {a}")):
+      context = _field(paragraph, "context", str, f"{source}, article {a}, paragraph {p}")
+      qas = _field(paragraph, "qas", list, f"{source}, article {a}, paragraph {p}")
+      for q, qa in enumerate(qas):
+        position = f"article {a}, paragraph {p}, question {q}"
+        qas_id = _field(qa, "id", (str, int), f"{source}, {position}")
+        yield f"{source}, question {qas_id} ({position})", context, qa
+
+
+def _answer_in_context(context, start, text):
+  """Whether the answer's words are among the context words its offsets cover (whitespace
+  normalised; an answer may start or end inside a word): the "Could not find answer" test of
+  BERT's run_squad, on characters."""
+  end = start + len(text)
+  while start > 0 and not context[start - 1].isspace():
+    start -= 1
+  while end < len(context) and not context[end].isspace():
+    end += 1
+  return " ".join(text.split()) in " ".join(context[start:end].split())
+
+
+def _training_answer(qa, context, where):
+  """(answer text, character offset) of a training question that has an answer."""
+  answers = _field(qa, "answers", list, where)
+  if len(answers) != 1:
+    raise ValueError(f"{where}: for training, each question should have exactly 1 answer "
+                     f"(it has {len(answers)}); mark an unanswerable one \"is_impossible\": true "
+                     "(SQuAD 2.0)")
+  text = _field(answers[0], "text", str, f"{where}, answer")
+  start = _field(answers[0], "answer_start", int, f"{where}, answer")
+  if not text.strip():
+    raise ValueError(f"{where}: the answer text is empty; mark an unanswerable question "
+                     "\"is_impossible\": true (SQuAD 2.0)")
+  if start < 0 or start + len(text) > len(context):
+    raise ValueError(f"{where}: answer_start {start} with an answer of {len(text)} characters "
+                     f"lies outside its context ({len(context)} characters): fix the offset")
+  return text, start
+
+
+def read_squad_examples(input_file, is_training, log=None):
+  """SquadExamples of a SQuAD v1.1/v2.0 json file, in file order.
+
+  Malformed entries are errors naming the file and the question. A training answer whose text is
+  not at its offset is skipped, as BERT's run_squad skips it ("Could not find answer"; each one
+  and their count go to log(message)). No question at all is an error: training on or predicting
+  nothing would pass silently, or fail only once training is over.
+  """
+  examples, skipped = [], 0
+  for where, context, qa in _questions(load_squad_json(input_file), input_file):
+    question = _field(qa, "question", str, where)
+    start, answer, impossible = None, None, False
+    if is_training:
+      impossible = bool(qa.get("is_impossible", False))
+      if impossible:
+        start, answer = -1, ""
+      else:
+        answer, start = _training_answer(qa, context, where)
+        if not _answer_in_context(context, start, answer):
+          skipped += 1
+          if log is not None:
+            log(f"Could not find answer: {where}: {context[start:start + len(answer)]!r} vs. "
+                f"{answer!r}")
+          continue
+    elif "answers" in qa:  # a dev set's answers score the predictions, after training
+      for answer in _field(qa, "answers", list, where):
+        _field(answer, "text", str, f"{where}, answer")
+    examples.append(SquadExample(qa["id"], question, context, answer, start,
+                                 is_impossible=impossible))
+  if skipped and log is not None:
+    log(f"skipped {skipped} of {len(examples) + skipped} training questions of {input_file}: "
+        "their answer text is not at answer_start in the context")
+  if not examples:
+    raise ValueError(f"SQuAD file {input_file} has no usable questions"
+                     + (f" (all {skipped} answers were not found in their contexts)"
+                        if skipped else "") + ": check that it is the right file")
   return examples
 
 

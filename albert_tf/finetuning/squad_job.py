@@ -13,6 +13,7 @@ from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, fe
 from albert_tf.finetuning.job import FineTuningJob, UsageError, log
 from albert_tf.finetuning.objectives import SquadObjective
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
+from albert_tf.training import strategy as strategies
 
 V1_OUTPUTS = ("start_log_prob", "end_log_prob")
 V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
@@ -89,7 +90,9 @@ class SquadJob(FineTuningJob):
     return SquadObjective(self.v2)
 
   # -- data -------------------------------------------------------------------------------------
-  def _convert(self, examples, is_training, path, keep=None):
+  def _convert(self, examples, is_training, path, source, keep=None):
+    """Writes the examples' features to path (atomically); an error when there are none (every
+    example of `source` failed to align)."""
     f = self.flags
     writer = squad_data.FeatureWriter(path, is_training)
 
@@ -101,6 +104,10 @@ class SquadJob(FineTuningJob):
       squad_data.convert_examples_to_features(examples, self.tokenizer, f.max_seq_length,
                                               f.doc_stride, f.max_query_length, is_training,
                                               output, f.do_lower_case, log)
+      if not writer.num_features:
+        raise ValueError(f"no features from {source}: no paragraph of its {len(examples)} "
+                         "questions could be aligned to its SentencePiece pieces (see the "
+                         "MISMATCH DETECTED lines): check --spm_model_file and --do_lower_case")
     except BaseException:
       writer.abort()
       raise
@@ -108,37 +115,48 @@ class SquadJob(FineTuningJob):
     return writer.num_features
 
   def train_examples(self):
-    examples = squad_data.read_squad_examples(self.flags.train_file, is_training=True)
+    examples = squad_data.read_squad_examples(self.flags.train_file, is_training=True, log=log)
     random.Random(12345).shuffle(examples)  # as the original, before writing features
     return examples
 
   def train_feature_file(self, examples):
-    path = self.flags.train_feature_file or os.path.join(self.flags.output_dir,
-                                                          "train.tf_record")
-    if not os.path.exists(path):
-      if self.chief:
-        log(f"wrote {self._convert(examples, True, path)} training features to {path}")
-    else:
-      check_cached_features(path, self.flags.max_seq_length)
+    """The training features' file, written by the chief unless cached; every worker returns
+    once it is complete."""
+    f = self.flags
+    path = f.train_feature_file or os.path.join(f.output_dir, "train.tf_record")
+    cached = os.path.exists(path)
+
+    def write():
+      if not cached:
+        log(f"wrote {self._convert(examples, True, path, f.train_file)} training features to "
+            f"{path}")
+    strategies.run_on_chief(self.strategy, write, path)
+    if cached:
+      check_cached_features(path, f.max_seq_length)
       log(f"using cached training features {path}")
     return path
 
   def predict_features(self):
     """(examples, features, feature file) of --predict_file, features cached as the original
-    caches them (predict_feature_file + predict_feature_left_file)."""
+    caches them (predict_feature_file + predict_feature_left_file). The chief writes them; the
+    other workers read them back once it has."""
     f = self.flags
     examples = squad_data.read_squad_examples(f.predict_file, is_training=False)
     path = f.predict_feature_file or os.path.join(f.output_dir, "predict.tf_record")
     left = f.predict_feature_left_file or os.path.join(f.output_dir, "predict_left.jsonl")
-    if os.path.exists(path) and os.path.exists(left):
-      check_cached_features(path, f.max_seq_length)
-      log(f"Loading eval features from {left}")
-      return examples, read_features_jsonl(left), path
+    cached = os.path.exists(path) and os.path.exists(left)
     features = []
-    self._convert(examples, False, path, keep=features)
-    if self.chief:
-      write_features_jsonl(left, features)
-    return examples, features, path
+
+    def write():
+      if not cached:
+        self._convert(examples, False, path, f.predict_file, keep=features)
+        write_features_jsonl(left, features)
+    strategies.run_on_chief(self.strategy, write, f"{path} and {left}")
+    if features:
+      return examples, features, path
+    check_cached_features(path, f.max_seq_length)
+    log(f"Loading eval features from {left}")
+    return examples, read_features_jsonl(left), path
 
   def dataset(self, path, batch_size, is_training, seed=None, input_context=None):
     f = self.flags
@@ -211,6 +229,13 @@ class SquadJob(FineTuningJob):
 
 
 def num_train_steps(num_examples, flag_values):
-  steps = int(num_examples / flag_values.train_batch_size * flag_values.num_train_epochs)
-  return steps, int(steps * flag_values.warmup_proportion)
+  """(training steps, warmup steps) as the original computes them; none at all is an error (the
+  run would end at once, having trained nothing)."""
+  f = flag_values
+  steps = int(num_examples / f.train_batch_size * f.num_train_epochs)
+  if steps < 1:
+    raise UsageError(f"{num_examples} training questions at --train_batch_size="
+                     f"{f.train_batch_size} for --num_train_epochs={f.num_train_epochs} make no "
+                     "training step: lower the batch size or raise the epochs")
+  return steps, int(steps * f.warmup_proportion)
 

@@ -54,8 +54,8 @@ def define_flags(v2):
 
 def main(v2):
   # pylint: disable=import-outside-toplevel
-  import json
   from albert_tf.finetuning.job import UsageError, log
+  from albert_tf.finetuning.squad_data import load_squad_json
   from albert_tf.finetuning.squad_job import SquadJob, num_train_steps
   # pylint: enable=import-outside-toplevel
   if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.export_dir):
@@ -70,15 +70,21 @@ def main(v2):
   except UsageError as e:
     raise app.UsageError(str(e)) from None
 
+  # Both sets are read and checked (and the prediction features written) before the model is
+  # built: a malformed or empty predict_file fails now, not once training is over.
   train_examples = job.train_examples() if FLAGS.do_train else None
-  steps, warmup = (num_train_steps(len(train_examples), FLAGS) if train_examples is not None
-                   else (0, 0))
-  job.build(steps, warmup)
-  tracker = job.tracker(job.key_metric)
+  try:
+    steps, warmup = (num_train_steps(len(train_examples), FLAGS) if train_examples is not None
+                     else (0, 0))
+  except UsageError as e:
+    raise app.UsageError(str(e)) from None
+  try:
+    job.claim_output_dir()
+  except UsageError as e:
+    raise app.UsageError(str(e)) from None
   predict = None
   if FLAGS.do_predict:
-    with open(FLAGS.predict_file, encoding="utf-8") as f:
-      dataset = json.load(f)["data"]
+    dataset = load_squad_json(FLAGS.predict_file)
     examples, features, predict_path = job.predict_features()
     log(f"***** Running predictions *****\n  Num orig examples = {len(examples)}\n  Num split "
         f"examples = {len(features)}\n  Batch size = {FLAGS.predict_batch_size}")
@@ -87,6 +93,8 @@ def main(v2):
       return (job.predict_and_write(examples, features, predict_path, dataset)
               or {job.key_metric: float("nan")})
 
+  job.build(steps, warmup)
+  tracker = job.tracker(job.key_metric)
   if FLAGS.do_train:
     train_file = job.train_feature_file(train_examples)
     log(f"***** Running training *****\n  Num orig examples = {len(train_examples)}\n  Batch "

@@ -71,6 +71,45 @@ def is_chief(strategy):
   return task_type == "worker" and task_id == 0
 
 
+def num_workers(strategy):
+  """How many worker processes take part in the strategy's collectives (1 but for
+  multi_worker_mirrored with a cluster in TF_CONFIG)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or isinstance(strategy, tf.distribute.TPUStrategy):
+    return 1
+  jobs = resolver.cluster_spec().as_dict()
+  return max(1, len(jobs.get("chief", [])) + len(jobs.get("worker", [])))
+
+
+def barrier(strategy, failed=False):
+  """Returns once every worker has called it, and whether any of them passed failed=True.
+
+  A cross-worker all-reduce (every worker must call it, the same number of times and in the same
+  order as the strategy's other collectives); a no-op with a single worker.
+  """
+  if num_workers(strategy) == 1:
+    return failed
+  flags = strategy.run(lambda: tf.constant(float(failed)))
+  return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, flags, axis=None) > 0)
+
+
+def run_on_chief(strategy, write, what):
+  """Runs write() on the chief only, then makes every worker wait for it (`barrier`): the others
+  read what the chief writes (cached features), and must not look before it is complete. An error
+  on the chief is raised on every worker, so none waits for it forever or reads a missing file.
+  `what` names the output in the other workers' error."""
+  error = None
+  if is_chief(strategy):
+    try:
+      write()
+    except Exception as e:  # pylint: disable=broad-except
+      error = e  # raised below, once the other workers know of it
+  if barrier(strategy, failed=error is not None):
+    if error is not None:
+      raise error
+    raise RuntimeError(f"the chief worker failed to write {what}: see its log for the error")
+
+
 def worker_dir(strategy, output_dir):
   """Where this worker saves: output_dir for the chief; a hidden scratch folder under it for the
   other workers of a multi-worker run (they must save too, collectively, but not over the

@@ -1,0 +1,65 @@
+"""Staging directories of exports: an export is written under `.tmp-<stem>-<host>-<pid>` next to
+its final name and renamed into place. A killed export leaves its staging directory behind; the
+next export into the same place removes it.
+
+Only what is provably abandoned goes: a directory of this host whose process is no longer
+running. The host is in the name because a pid means nothing on another machine (an export
+directory on a shared disk, or another container); a directory of another host, or of a running
+process (another export in progress, or a reused pid), is left alone.
+"""
+
+import logging
+import os
+import re
+import shutil
+import socket
+
+_PREFIX = ".tmp-"
+
+
+def staging_dir(parent, stem):
+  """This process's staging directory for `stem` under `parent`."""
+  return os.path.join(parent, f"{_PREFIX}{stem}-{socket.gethostname()}-{os.getpid()}")
+
+
+def _process_running(pid):
+  if os.name != "posix":
+    return True  # unknown: os.kill(pid, 0) would terminate it on Windows
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:  # another user's process
+    return True
+  return True
+
+
+def _staging_pid(name, stem_pattern, legacy):
+  """The pid of a staging directory `name` of this host, else None. With `legacy`, also the
+  names older exports wrote, `.tmp-<stem>-<pid>` without the host (their exports ran locally)."""
+  host = re.escape(socket.gethostname())
+  match = re.fullmatch(rf"{re.escape(_PREFIX)}(?:{stem_pattern})-{host}-(\d+)", name)
+  if match is None and legacy:
+    match = re.fullmatch(rf"{re.escape(_PREFIX)}(?:{stem_pattern})-(\d+)", name)
+  return int(match.group(1)) if match else None
+
+
+def remove_stale_staging_dirs(parent, stem_pattern, legacy=False):
+  """Removes the staging directories under `parent` whose stem matches the regex `stem_pattern`
+  and whose process, on this host, is not running. Call it before making this process's own: one
+  with this process's pid is then an earlier process's (containers reuse pids). Returns the paths
+  removed."""
+  if not os.path.isdir(parent):
+    return []
+  removed = []
+  for name in sorted(os.listdir(parent)):
+    pid = _staging_pid(name, stem_pattern, legacy)
+    path = os.path.join(parent, name)
+    if pid is None or not os.path.isdir(path):
+      continue
+    if pid != os.getpid() and _process_running(pid):
+      continue
+    logging.warning("removing %s, left by an export (pid %d) that did not finish", path, pid)
+    shutil.rmtree(path, ignore_errors=True)
+    removed.append(path)
+  return removed
