@@ -51,13 +51,38 @@ _POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_lay
 
 
 class AlbertConfig:
-  """Hyper-parameters of an ALBERT model, with validation.
+  """Hyper-parameters of an ALBERT model (the original's `albert_config.json`), with validation.
 
-  Every key of `_DEFAULTS` is an attribute; any other key read from JSON is kept in `extra` and
-  written back unchanged.
+  Every field below is an attribute; any other key (the released configs' net_structure_type,
+  gap_size, num_memory_blocks, ...) is kept in `extra` and written back unchanged.
+
+  Args:
+    vocab_size: int. V, the number of token ids (required).
+    **kwargs: the other fields, each defaulting as the original's AlbertConfig:
+      embedding_size (E, 128), hidden_size (H, 4096), num_hidden_layers (12),
+      num_hidden_groups (1), num_attention_heads (64), intermediate_size (16384),
+      inner_group_num (1), down_scale_factor (1), hidden_act ("gelu"; also "relu", "tanh",
+      "linear"), hidden_dropout_prob (0.0), attention_probs_dropout_prob (0.0),
+      max_position_embeddings (512), type_vocab_size (2), initializer_range (0.02); and any
+      extra key, kept as it is.
+
+  Raises:
+    ValueError: for an invalid value (see `validate`), or an unknown key that looks like a typo
+      of a field (hidden_sise): the model would otherwise silently take that field's default.
+
+  Example:
+
+  >>> import albert_tf
+  >>> config = albert_tf.AlbertConfig(vocab_size=100, embedding_size=8, hidden_size=16,
+  ...                                 num_hidden_layers=2, num_attention_heads=2,
+  ...                                 intermediate_size=32)
+  >>> config.hidden_size, config.max_position_embeddings
+  (16, 512)
+  >>> config.replace(num_hidden_groups=2).num_hidden_groups
+  2
   """
 
-  def __init__(self, vocab_size=None, **kwargs):
+  def __init__(self, vocab_size: int | None = None, **kwargs):
     values = dict(_DEFAULTS)
     values["vocab_size"] = vocab_size
     self.extra = {}
@@ -75,8 +100,15 @@ class AlbertConfig:
     self.validate()
 
   # ---------------------------------------------------------------------------------------------
-  def validate(self):
-    """Raises ValueError naming the offending key when the config cannot describe a model."""
+  def validate(self) -> None:
+    """Checks that the config describes a model.
+
+    Raises:
+      ValueError: naming the offending key: a size that is not a positive int, hidden_size not
+        a multiple of num_attention_heads, num_hidden_groups outside [1, num_hidden_layers], an
+        unknown hidden_act, a dropout probability outside [0, 1), or a non-positive
+        initializer_range.
+    """
     for key in _POSITIVE_INTS:
       value = getattr(self, key)
       if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -100,19 +132,38 @@ class AlbertConfig:
       raise ValueError(f"albert config: `initializer_range` must be a positive number, got "
                        f"{self.initializer_range!r}")
 
-  @property
-  def attention_head_size(self):
-    return self.hidden_size // self.num_attention_heads
-
   # ---------------------------------------------------------------------------------------------
   @classmethod
-  def from_dict(cls, values):
+  def from_dict(cls, values: dict) -> "AlbertConfig":
+    """A config from a dict of fields (as `to_dict` or `albert_config.json` holds them).
+
+    Args:
+      values: dict. Must hold `vocab_size`; other fields default as in the constructor.
+
+    Returns:
+      The validated AlbertConfig.
+
+    Raises:
+      ValueError: when `vocab_size` is missing, or as the constructor.
+    """
     if "vocab_size" not in values:
       raise ValueError("albert config: missing required key `vocab_size`")
     return cls(**values)
 
   @classmethod
-  def from_json_file(cls, path):
+  def from_json_file(cls, path: str) -> "AlbertConfig":
+    """Reads an `albert_config.json`.
+
+    Args:
+      path: str. The JSON file: one object of fields.
+
+    Returns:
+      The validated AlbertConfig, keys in the file's order.
+
+    Raises:
+      FileNotFoundError: when `path` does not exist.
+      ValueError: naming `path`, when it is not a JSON object or its values are invalid.
+    """
     if not os.path.exists(path):
       raise FileNotFoundError(f"albert config file not found: {path}")
     with open(path, encoding="utf-8") as f:
@@ -128,8 +179,18 @@ class AlbertConfig:
       raise ValueError(f"{path}: {e}") from e
 
   @classmethod
-  def from_preset(cls, name):
-    """A released v2 config by name: base, large, xlarge or xxlarge (from data/configs/)."""
+  def from_preset(cls, name: str) -> "AlbertConfig":
+    """A released v2 config by name (from data/configs/).
+
+    Args:
+      name: str. "base", "large", "xlarge" or "xxlarge".
+
+    Returns:
+      The AlbertConfig of that released model.
+
+    Raises:
+      ValueError: for an unknown name, listing the known ones.
+    """
     path = os.path.join(_DATA_CONFIG_DIR, f"albert_{name}_v2.json")
     if not os.path.exists(path):
       known = sorted(f[len("albert_"):-len("_v2.json")] for f in os.listdir(_DATA_CONFIG_DIR)
@@ -137,8 +198,12 @@ class AlbertConfig:
       raise ValueError(f"unknown ALBERT preset {name!r}; known presets: {known}")
     return cls.from_json_file(path)
 
-  def to_dict(self):
-    """All keys, those read from JSON first in their order, then any others."""
+  def to_dict(self) -> dict:
+    """Every field and extra key: those read from JSON first, in their order, then the others.
+
+    Returns:
+      A new dict (a deep copy: changing it leaves the config unchanged).
+    """
     out = {}
     keys = self._key_order + [k for k in list(_DEFAULTS) + list(self.extra)
                               if k not in self._key_order]
@@ -149,17 +214,33 @@ class AlbertConfig:
         out[key] = self.extra[key]
     return copy.deepcopy(out)
 
-  def to_json_string(self):
+  def to_json_string(self) -> str:
+    """`to_dict()` as indented JSON, keys sorted, with a final newline."""
     return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
-  def to_json_file(self, path):
+  def to_json_file(self, path: str) -> None:
+    """Writes `to_json_string()` to `path` atomically (a temporary file, then a rename).
+
+    Args:
+      path: str. The file to write (replaced if it exists).
+    """
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
       f.write(self.to_json_string())
     os.replace(tmp, path)
 
-  def replace(self, **changes):
-    """A copy with some fields changed (validated)."""
+  def replace(self, **changes) -> "AlbertConfig":
+    """A copy with some fields changed.
+
+    Args:
+      **changes: fields and their new values.
+
+    Returns:
+      A new, validated AlbertConfig.
+
+    Raises:
+      ValueError: as the constructor, for an invalid value or a likely typo of a field.
+    """
     values = self.to_dict()
     values.update(changes)
     return AlbertConfig.from_dict(values)

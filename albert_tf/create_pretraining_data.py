@@ -16,7 +16,7 @@ leaves neither a temporary nor a partial output.
 
 from absl import app, flags
 
-from albert_tf.data.files import expand_input_patterns
+from albert_tf.io import expand_input_patterns
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_data import (GenerationSettings, Progress, check_output_files,
                                              check_settings, default_output_files, generate,

@@ -78,7 +78,7 @@ def main(argv):
   # Heavy imports after flag parsing, so that --help is quick.
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
-  from albert_tf.data.files import expand_input_patterns, write_text_atomically  # pylint: disable=import-outside-toplevel
+  from albert_tf.io import expand_input_patterns, write_text_atomically  # pylint: disable=import-outside-toplevel
   from albert_tf.data.pipeline import check_record_lengths, pretraining_dataset  # pylint: disable=import-outside-toplevel
   from albert_tf.models import AlbertPretrainer  # pylint: disable=import-outside-toplevel
   from albert_tf.optimization import create_optimizer  # pylint: disable=import-outside-toplevel

@@ -12,8 +12,9 @@ import sys
 import pytest
 
 import original_pretraining_reference as reference
-from albert_tf.data import files, tfrecords
-from albert_tf.data.files import expand_input_patterns, write_text_atomically
+from albert_tf import io as files
+from albert_tf.data import tfrecords
+from albert_tf.io import expand_input_patterns, write_text_atomically
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_data import (GenerationSettings, check_settings,
                                              default_output_files, generate, generate_per_file)

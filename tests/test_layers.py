@@ -1,5 +1,6 @@
 """Each layer alone against the NumPy reference of the original arithmetic."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -111,3 +112,89 @@ def test_layer_configs_round_trip():
   stack = layers.SharedTransformer(4, 2, 2, 8, 2, 16)
   clone = layers.SharedTransformer.from_config(stack.get_config())
   assert len(clone.groups) == 2 and len(clone.groups[0]) == 2
+
+
+# -- Keras-native: registered, serialisable, output shapes known ---------------------------------
+def _layer_cases():
+  """(layer, call args, compute_output_shape kwargs) for every layer, unbuilt: the first call
+  builds it as Keras does."""
+  rng = np.random.default_rng(2)
+  x = tf.constant(rng.normal(size=(2, 5, 8)), tf.float32)
+  ids = tf.constant(rng.integers(0, 10, (2, 5)), tf.int32)
+  adder = layers.attention_mask_adder(tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]), tf.float32)
+  table = tf.constant(rng.normal(size=(10, 4)), tf.float32)
+  positions = tf.constant([[0, 3, 4], [1, 2, 0]], tf.int32)
+  p_mask = tf.constant([[1, 0, 0, 0, 1], [1, 0, 0, 1, 1]], tf.float32)
+  return {
+      "Dense": (layers.Dense(6, activation="gelu"), (x,), {"input_shape": (2, 5, 8)}),
+      "AlbertAttention": (layers.AlbertAttention(8, 2), (x, adder), {"input_shape": (2, 5, 8)}),
+      "AlbertEmbeddings": (layers.AlbertEmbeddings(10, 4, 2, 6), (ids, ids * 0),
+                           {"input_shape": (2, 5)}),
+      "AttentionFFNBlock": (layers.AttentionFFNBlock(8, 2, 12), (x, adder),
+                            {"input_shape": (2, 5, 8)}),
+      "SharedTransformer": (layers.SharedTransformer(3, 2, 2, 8, 2, 12), (x, adder),
+                            {"input_shape": (2, 5, 8)}),
+      "Pooler": (layers.Pooler(8), (x,), {"input_shape": (2, 5, 8)}),
+      "MaskedLMHead": (layers.MaskedLMHead(8, 4, 10), (x, positions, table),
+                       {"sequence_output_shape": (2, 5, 8), "positions_shape": (2, 3)}),
+      "PooledLogits": (layers.PooledLogits(3, 8), (x[:, 0],), {"input_shape": (2, 8)}),
+      "SpanLogits": (layers.SpanLogits(8), (x,), {"input_shape": (2, 5, 8)}),
+      "SquadV2Head": (layers.SquadV2Head(8, start_n_top=2, end_n_top=3), (x, p_mask),
+                      {"sequence_output_shape": (2, 5, 8), "p_mask_shape": (2, 5)}),
+  }
+
+
+def _shapes(structure):
+  return tf.nest.map_structure(lambda t: tuple(t.shape), structure)
+
+
+@pytest.mark.parametrize("name", sorted(_layer_cases()))
+def test_layer_is_registered_serialisable_and_knows_its_output_shape(name):
+  layer, args, shape_kwargs = _layer_cases()[name]
+  out = layer(*args)
+  assert _shapes(out) == keras.tree.map_shape_structure(
+      tuple, layer.compute_output_shape(**shape_kwargs))
+
+  serialized = keras.saving.serialize_keras_object(layer)
+  assert serialized["registered_name"] == f"albert_tf>{name}"
+  clone = keras.saving.deserialize_keras_object(serialized)
+  assert type(clone) is type(layer) and clone.get_config() == layer.get_config()
+  clone = type(layer).from_config(layer.get_config())
+  assert clone.get_config() == layer.get_config()
+  # Same config, same variables: the clone computes the same outputs with the same weights.
+  clone(*args)
+  assert [v.shape for v in clone.weights] == [v.shape for v in layer.weights]
+  for a, b in zip(clone.weights, layer.weights):
+    a.assign(b)
+  for a, b in zip(tf.nest.flatten(clone(*args)), tf.nest.flatten(out)):
+    np.testing.assert_array_equal(a, b)
+
+
+def test_squad_v2_head_symbolic_outputs_follow_training():
+  head = layers.SquadV2Head(8, start_n_top=2, end_n_top=3)
+  seq, p_mask = keras.Input((5, 8)), keras.Input((5,))
+  inference = head(seq, p_mask)
+  assert {k: (tuple(v.shape), v.dtype) for k, v in inference.items()} == {
+      "start_top_log_probs": ((None, 2), "float32"), "start_top_index": ((None, 2), "int32"),
+      "end_top_log_probs": ((None, 6), "float32"), "end_top_index": ((None, 6), "int32"),
+      "cls_logits": ((None,), "float32")}
+  training = head(seq, p_mask, keras.Input((), dtype="int32"), training=True)
+  assert {k: tuple(v.shape) for k, v in training.items()} == {
+      "start_log_probs": (None, 5), "end_log_probs": (None, 5), "cls_logits": (None,)}
+
+
+def test_original_variable_names_of_a_block():
+  block = layers.AttentionFFNBlock(hidden_size=8, num_attention_heads=2, intermediate_size=16)
+  block.build()
+  names = block.original_variables("p")
+  assert list(names) == [
+      f"p/{n}" for n in (
+          "attention_1/self/query/kernel", "attention_1/self/query/bias",
+          "attention_1/self/key/kernel", "attention_1/self/key/bias",
+          "attention_1/self/value/kernel", "attention_1/self/value/bias",
+          "attention_1/output/dense/kernel", "attention_1/output/dense/bias",
+          "LayerNorm/gamma", "LayerNorm/beta",
+          "ffn_1/intermediate/dense/kernel", "ffn_1/intermediate/dense/bias",
+          "ffn_1/intermediate/output/dense/kernel", "ffn_1/intermediate/output/dense/bias",
+          "LayerNorm_1/gamma", "LayerNorm_1/beta")]
+  assert {id(v) for v in names.values()} == {id(v) for v in block.weights}

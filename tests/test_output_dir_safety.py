@@ -98,7 +98,7 @@ def test_an_interrupted_save_is_cleaned_up_at_the_next_start(tmp_path):
                   "--do_eval", "--max_seq_length=64", "--max_qa_length=16"]),
     ("run_squad_v1", [f"--spm_model_file={SPM}", f"--albert_config_file={CONFIG}",
                       f"--predict_file={os.path.join(FINETUNING, 'squad', 'v1', 'dev.json')}",
-                      "--do_predict", "--max_seq_length=64"]),
+                      "--do_predict", "--max_seq_length=64", "--max_query_length=16"]),
 ], ids=["classifier_eval_predict", "classifier_export", "race_eval", "squad_predict"])
 def test_untrained_models_are_not_evaluated_or_exported(binary, flags, tmp_path):
   out = tmp_path / "out"

@@ -1,7 +1,7 @@
 """Reading a raw-text corpus (one sentence per line, blank lines between documents) into
 tokenized documents, as the original reads it, with clear errors for bad input."""
 
-from albert_tf.data import files
+from albert_tf import io as files
 from albert_tf.data.instances import Sentence
 from albert_tf.data.masking import is_start_piece_sp, is_start_piece_wordpiece
 

@@ -10,7 +10,8 @@ import time
 
 import numpy as np
 
-from albert_tf.data import files, tfrecords
+from albert_tf import io as files
+from albert_tf.data import tfrecords
 from albert_tf.data.corpus import CorpusReader
 from albert_tf.data.instances import InstanceOptions, SpecialIds, create_training_instances
 from albert_tf.data.masking import NgramSampler

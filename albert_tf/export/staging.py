@@ -14,24 +14,14 @@ import re
 import shutil
 import socket
 
+from albert_tf.io import process_running
+
 _PREFIX = ".tmp-"
 
 
 def staging_dir(parent, stem):
   """This process's staging directory for `stem` under `parent`."""
   return os.path.join(parent, f"{_PREFIX}{stem}-{socket.gethostname()}-{os.getpid()}")
-
-
-def _process_running(pid):
-  if os.name != "posix":
-    return True  # unknown: os.kill(pid, 0) would terminate it on Windows
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:  # another user's process
-    return True
-  return True
 
 
 def _staging_pid(name, stem_pattern, legacy):
@@ -57,7 +47,7 @@ def remove_stale_staging_dirs(parent, stem_pattern, legacy=False):
     path = os.path.join(parent, name)
     if pid is None or not os.path.isdir(path):
       continue
-    if pid != os.getpid() and _process_running(pid):
+    if pid != os.getpid() and process_running(pid):
       continue
     logging.warning("removing %s, left by an export (pid %d) that did not finish", path, pid)
     shutil.rmtree(path, ignore_errors=True)

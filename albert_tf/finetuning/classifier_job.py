@@ -4,7 +4,7 @@ run_race): processor, cached features, evaluation, prediction files, export."""
 import os
 import time
 
-from albert_tf.data.files import write_text_atomically
+from albert_tf.io import write_text_atomically
 from albert_tf.finetuning import glue
 from albert_tf.finetuning.classifier_data import file_based_convert_examples_to_features
 from albert_tf.finetuning.evaluation import batch_means

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.data.files import write_text_atomically
+from albert_tf.io import write_text_atomically
 
 
 class Predictor:

@@ -4,7 +4,7 @@ features and multiple-choice model."""
 import os
 
 from albert_tf.checkpoints import checkpoint_global_step
-from albert_tf.data.files import write_text_atomically
+from albert_tf.io import write_text_atomically
 from albert_tf.finetuning import race
 from albert_tf.finetuning.classifier_job import ClassifierJob
 from albert_tf.finetuning.inputs import classifier_features

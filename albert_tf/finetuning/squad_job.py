@@ -7,7 +7,7 @@ import random
 
 import tensorflow as tf
 
-from albert_tf.data.files import write_text_atomically
+from albert_tf.io import write_text_atomically
 from albert_tf.finetuning import squad_data, squad_postprocess
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob, UsageError, log

@@ -14,7 +14,7 @@ import re
 import string
 import sys
 
-from albert_tf.data.files import write_text_atomically
+from albert_tf.io import write_text_atomically
 
 
 def best_indexes(scores, n_best_size):

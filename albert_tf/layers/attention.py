@@ -8,16 +8,32 @@ import tensorflow as tf
 from albert_tf.layers.common import Dense
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertAttention(keras.layers.Layer):
   """Self-attention: query/key/value projections, scaled dot product, masked softmax, output dense.
 
-  Call with `x` float [B, T, H] and `mask_adder` float [B, 1, 1, T] (see
-  `common.attention_mask_adder`); returns float [B, T, H] (after the output projection, before the
-  residual). Variables as the original's attention_1/{self/{query,key,value},output/dense}.
+  Variables as the original's `attention_1/self/{query,key,value}` and `attention_1/output/dense`
+  (each a kernel [H, H] and bias [H]).
+
+  Args:
+    hidden_size: int. H, the width of the input and output.
+    num_attention_heads: int. N; H must be a multiple of N (head size H / N).
+    initializer_range: float. Standard deviation of the kernels' truncated-normal initializer.
+    attention_dropout_rate: float. Dropout on the attention probabilities (training only).
+    **kwargs: passed to `keras.layers.Layer`.
+
+  Call arguments:
+    x: float tensor [B, T, H].
+    mask_adder: float tensor [B, 1, 1, T], added to the attention logits (see
+      `attention_mask_adder`).
+    training: bool. Applies dropout when True.
+
+  Returns:
+    Float tensor [B, T, H]: after the output projection, before the residual.
   """
 
-  def __init__(self, hidden_size, num_attention_heads, initializer_range=0.02,
-               attention_dropout_rate=0.0, **kwargs):
+  def __init__(self, hidden_size: int, num_attention_heads: int, initializer_range: float = 0.02,
+               attention_dropout_rate: float = 0.0, **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.num_attention_heads = num_attention_heads
@@ -35,6 +51,17 @@ class AlbertAttention(keras.layers.Layer):
     for layer in (self.query, self.key, self.value, self.output_dense):
       layer.build((None, None, self.hidden_size))
     self.built = True
+
+  def compute_output_shape(self, input_shape):
+    return tuple(input_shape)[:-1] + (self.hidden_size,)
+
+  def original_variables(self, prefix: str) -> dict:
+    """{original name: variable} under `prefix` (a block's `.../attention_1`)."""
+    names = {}
+    for part in ("query", "key", "value"):
+      names.update(getattr(self, part).original_variables(f"{prefix}/self/{part}"))
+    names.update(self.output_dense.original_variables(f"{prefix}/output/dense"))
+    return names
 
   def _split_heads(self, x, batch, length):
     x = tf.reshape(x, [batch, length, self.num_attention_heads, self.head_size])

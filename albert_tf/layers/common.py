@@ -1,5 +1,7 @@
 """Small building blocks shared by the ALBERT layers: the original's initializer, LayerNorm and
-dense arithmetic, each defined once."""
+dense arithmetic, each defined once, and the original variable names of a dense or LayerNorm."""
+
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
@@ -13,30 +15,86 @@ LAYER_NORM_EPSILON = 1e-12
 ATTENTION_MASK_ADDER = -10000.0
 
 
-def truncated_normal(stddev):
-  """The original's `create_initializer`: a normal truncated at two standard deviations."""
+def truncated_normal(stddev: float) -> keras.initializers.Initializer:
+  """The original's `create_initializer`: a normal truncated at two standard deviations.
+
+  Args:
+    stddev: float. The standard deviation (a config's `initializer_range`).
+
+  Returns:
+    A `keras.initializers.TruncatedNormal`.
+  """
   return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
-def layer_norm(name):
-  """LayerNorm over the last axis with the original's epsilon (gamma, beta)."""
+def layer_norm(name: str) -> keras.layers.LayerNormalization:
+  """LayerNorm over the last axis with the original's epsilon (variables gamma, beta).
+
+  Args:
+    name: str. The layer's name.
+
+  Returns:
+    An unbuilt `keras.layers.LayerNormalization`.
+  """
   return keras.layers.LayerNormalization(axis=-1, epsilon=LAYER_NORM_EPSILON, name=name)
 
 
-def attention_mask_adder(input_mask, dtype):
-  """[B, T] 1/0 mask -> [B, 1, 1, T] additive bias: 0 where attended, -10000 where masked."""
+def attention_mask_adder(input_mask: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
+  """The additive attention bias of a padding mask.
+
+  Args:
+    input_mask: int or float tensor [B, T]: 1 for real tokens, 0 for padding.
+    dtype: the dtype of the attention logits it is added to.
+
+  Returns:
+    `dtype` tensor [B, 1, 1, T]: 0 where attended, -10000 where masked, as the original.
+  """
   mask = tf.cast(input_mask, dtype)[:, tf.newaxis, tf.newaxis, :]
   return (1.0 - mask) * ATTENTION_MASK_ADDER
 
 
+def join_name(prefix: str, name: str) -> str:
+  """`prefix/name`, or `name` alone for an empty prefix (the classifier's top-level names)."""
+  return f"{prefix}/{name}" if prefix else name
+
+
+def layer_norm_variables(prefix: str, layer: keras.layers.LayerNormalization) -> dict:
+  """The original names of a LayerNorm's variables.
+
+  Args:
+    prefix: str. The original scope of the LayerNorm, e.g. `bert/embeddings/LayerNorm`.
+    layer: a built `keras.layers.LayerNormalization`.
+
+  Returns:
+    `{prefix/gamma: variable, prefix/beta: variable}`.
+  """
+  return {join_name(prefix, "gamma"): layer.gamma, join_name(prefix, "beta"): layer.beta}
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
 class Dense(keras.layers.Layer):
   """y = act(x @ kernel + bias) on the last axis, with the original's initializers.
 
-  Shapes: x [..., input_dim] -> y [..., units]; kernel [input_dim, units], bias [units] (none
-  with use_bias=False).
+  Variables: kernel [input_dim, units] (truncated normal), bias [units] (zeros; none with
+  `use_bias=False`), named as the original's `tf.layers.dense`.
+
+  Args:
+    units: int. The output width.
+    activation: str, callable or None. "gelu" (the original's tanh approximation), "relu",
+      "tanh", "linear" or None (no activation), or a function.
+    initializer_range: float. Standard deviation of the kernel's truncated-normal initializer.
+    use_bias: bool. Whether to add a bias.
+    **kwargs: passed to `keras.layers.Layer` (name, dtype, ...).
+
+  Call arguments:
+    x: float tensor [..., input_dim].
+
+  Returns:
+    Float tensor [..., units].
   """
 
-  def __init__(self, units, activation=None, initializer_range=0.02, use_bias=True, **kwargs):
+  def __init__(self, units: int, activation: str | Callable | None = None,
+               initializer_range: float = 0.02, use_bias: bool = True, **kwargs):
     super().__init__(**kwargs)
     self.units = units
     self.use_bias = use_bias
@@ -57,6 +115,16 @@ class Dense(keras.layers.Layer):
     if self.bias is not None:
       y = y + self.bias
     return self.activation(y) if self.activation is not None else y
+
+  def compute_output_shape(self, input_shape):
+    return tuple(input_shape)[:-1] + (self.units,)
+
+  def original_variables(self, prefix: str) -> dict:
+    """`{prefix/kernel: kernel, prefix/bias: bias}` (no bias entry with `use_bias=False`)."""
+    names = {join_name(prefix, "kernel"): self.kernel}
+    if self.bias is not None:
+      names[join_name(prefix, "bias")] = self.bias
+    return names
 
   def get_config(self):
     config = super().get_config()

@@ -3,18 +3,43 @@
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.common import layer_norm, truncated_normal
+from albert_tf.layers.common import layer_norm, layer_norm_variables, truncated_normal
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertEmbeddings(keras.layers.Layer):
-  """Sums word, token-type and position embeddings of width `embedding_size` (E).
+  """Sums word, token-type and position embeddings of width `embedding_size` (E), then applies
+  LayerNorm and dropout.
 
-  Call with `input_ids` and `segment_ids`, int [B, T], T <= max_position_embeddings;
-  returns float [B, T, E]. The word table [vocab_size, E] is also the MLM output matrix.
+  Variables as the original's `embeddings/`: word_embeddings [vocab_size, E] (also the MLM output
+  matrix), token_type_embeddings [type_vocab_size, E], position_embeddings
+  [max_position_embeddings, E], LayerNorm gamma and beta [E].
+
+  Args:
+    vocab_size: int. V, the number of token ids.
+    embedding_size: int. E, the embedding width.
+    type_vocab_size: int. The number of segment ids.
+    max_position_embeddings: int. The longest sequence the layer accepts.
+    initializer_range: float. Standard deviation of the tables' truncated-normal initializer.
+    dropout_rate: float. Dropout on the output (training only).
+    **kwargs: passed to `keras.layers.Layer`.
+
+  Call arguments:
+    input_ids: int tensor [B, T], T <= max_position_embeddings.
+    segment_ids: int tensor [B, T].
+    training: bool. Applies dropout when True.
+
+  Returns:
+    Float tensor [B, T, E].
+
+  Raises:
+    ValueError: when T is known when the call is traced and exceeds `max_position_embeddings`.
+    tf.errors.InvalidArgumentError: when a dynamic T exceeds it at run time.
   """
 
-  def __init__(self, vocab_size, embedding_size, type_vocab_size, max_position_embeddings,
-               initializer_range=0.02, dropout_rate=0.0, **kwargs):
+  def __init__(self, vocab_size: int, embedding_size: int, type_vocab_size: int,
+               max_position_embeddings: int, initializer_range: float = 0.02,
+               dropout_rate: float = 0.0, **kwargs):
     super().__init__(**kwargs)
     self.vocab_size = vocab_size
     self.embedding_size = embedding_size
@@ -38,12 +63,14 @@ class AlbertEmbeddings(keras.layers.Layer):
     self.layer_norm.build((None, None, self.embedding_size))
     self.built = True
 
-  def call(self, input_ids, segment_ids, training=False):
-    seq_length = input_ids.shape[1]
+  def _check_length(self, seq_length):
     if seq_length is not None and seq_length > self.max_position_embeddings:
       raise ValueError(
           f"sequence length {seq_length} exceeds max_position_embeddings "
           f"({self.max_position_embeddings}) of this model")
+
+  def call(self, input_ids, segment_ids, training=False):
+    self._check_length(input_ids.shape[1])
     dynamic_length = tf.shape(input_ids)[1]
     check = tf.debugging.assert_less_equal(
         dynamic_length, self.max_position_embeddings,
@@ -55,6 +82,21 @@ class AlbertEmbeddings(keras.layers.Layer):
     output += positions[tf.newaxis]
     output = self.layer_norm(output)
     return self.dropout(output, training=training)
+
+  def compute_output_shape(self, input_shape):
+    input_shape = tuple(input_shape)
+    self._check_length(input_shape[1])
+    return input_shape + (self.embedding_size,)
+
+  def original_variables(self, prefix: str) -> dict:
+    """{original name: variable} under `prefix` (the original's `bert/embeddings`)."""
+    names = {
+        f"{prefix}/word_embeddings": self.word_embeddings,
+        f"{prefix}/token_type_embeddings": self.token_type_embeddings,
+        f"{prefix}/position_embeddings": self.position_embeddings,
+    }
+    names.update(layer_norm_variables(f"{prefix}/LayerNorm", self.layer_norm))
+    return names
 
   def get_config(self):
     config = super().get_config()

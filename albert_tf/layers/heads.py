@@ -3,13 +3,27 @@
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.common import Dense, layer_norm, truncated_normal
+from albert_tf.layers.common import (Dense, join_name, layer_norm, layer_norm_variables,
+                                     truncated_normal)
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
 class Pooler(keras.layers.Layer):
-  """tanh(dense(first token)): [B, T, H] -> [B, H]. Variables as the original's pooler/dense."""
+  """tanh(dense(first token)), the original's `pooler/dense` (kernel [H, H], bias [H]).
 
-  def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
+  Args:
+    hidden_size: int. H.
+    initializer_range: float. Standard deviation of the kernel's truncated-normal initializer.
+    **kwargs: passed to `keras.layers.Layer`.
+
+  Call arguments:
+    sequence_output: float tensor [B, T, H].
+
+  Returns:
+    Float tensor [B, H].
+  """
+
+  def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.initializer_range = initializer_range
@@ -23,22 +37,46 @@ class Pooler(keras.layers.Layer):
   def call(self, sequence_output):
     return self.dense(sequence_output[:, 0])
 
+  def compute_output_shape(self, input_shape):
+    return (tuple(input_shape)[0], self.hidden_size)
+
+  def original_variables(self, prefix: str) -> dict:
+    """{original name: variable} under `prefix` (the original's `bert/pooler`)."""
+    return self.dense.original_variables(f"{prefix}/dense")
+
   def get_config(self):
     config = super().get_config()
     config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
     return config
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
 class MaskedLMHead(keras.layers.Layer):
-  """The original's cls/predictions: transform (dense to E, activation, LayerNorm), then logits
+  """The original's `cls/predictions`: transform (dense to E, activation, LayerNorm), then logits
   against the word-embedding table plus an output bias.
 
-  Call with `sequence_output` [B, T, H], `positions` int [B, P] and the embedding table [V, E];
-  returns logits [B, P, V].
+  Variables: transform/dense kernel [H, E] and bias [E], transform/LayerNorm gamma and beta [E],
+  output_bias [V]. The output matrix is the encoder's word-embedding table, passed to each call.
+
+  Args:
+    hidden_size: int. H.
+    embedding_size: int. E.
+    vocab_size: int. V.
+    hidden_act: str. The transform's activation ("gelu", "relu", "tanh" or "linear").
+    initializer_range: float. Standard deviation of the kernel's truncated-normal initializer.
+    **kwargs: passed to `keras.layers.Layer`.
+
+  Call arguments:
+    sequence_output: float tensor [B, T, H].
+    positions: int tensor [B, P], the positions to predict.
+    embedding_table: float [V, E], the word-embedding table (`AlbertModel.embedding_table`).
+
+  Returns:
+    Float tensor [B, P, V]: the logits at `positions`.
   """
 
-  def __init__(self, hidden_size, embedding_size, vocab_size, hidden_act="gelu",
-               initializer_range=0.02, **kwargs):
+  def __init__(self, hidden_size: int, embedding_size: int, vocab_size: int,
+               hidden_act: str = "gelu", initializer_range: float = 0.02, **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.embedding_size = embedding_size
@@ -49,7 +87,7 @@ class MaskedLMHead(keras.layers.Layer):
                            initializer_range=initializer_range, name="transform_dense")
     self.transform_layer_norm = layer_norm("transform_LayerNorm")
 
-  def build(self, input_shape=None):
+  def build(self, sequence_output_shape=None, positions_shape=None, embedding_table_shape=None):
     self.transform.build((None, None, self.hidden_size))
     self.transform_layer_norm.build((None, None, self.embedding_size))
     self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,),
@@ -62,6 +100,17 @@ class MaskedLMHead(keras.layers.Layer):
     logits = tf.matmul(x, tf.cast(embedding_table, x.dtype), transpose_b=True)
     return logits + self.output_bias
 
+  def compute_output_shape(self, sequence_output_shape, positions_shape,
+                           embedding_table_shape=None):
+    return tuple(positions_shape) + (self.vocab_size,)
+
+  def original_variables(self, prefix: str) -> dict:
+    """{original name: variable} under `prefix` (the original's `cls/predictions`)."""
+    names = self.transform.original_variables(f"{prefix}/transform/dense")
+    names.update(layer_norm_variables(f"{prefix}/transform/LayerNorm", self.transform_layer_norm))
+    names[f"{prefix}/output_bias"] = self.output_bias
+    return names
+
   def get_config(self):
     config = super().get_config()
     config.update(hidden_size=self.hidden_size, embedding_size=self.embedding_size,
@@ -70,14 +119,28 @@ class MaskedLMHead(keras.layers.Layer):
     return config
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
 class PooledLogits(keras.layers.Layer):
   """logits = x @ output_weights^T + output_bias, with output_weights [num_classes, H].
 
-  The layout of the original's sentence-order head (cls/seq_relationship) and of its classifier
-  (output_weights, output_bias). [B, H] -> [B, num_classes].
+  The layout of the original's sentence-order head (`cls/seq_relationship`), of its classifier
+  (top-level `output_weights`, `output_bias`) and of its SQuAD v1 head (`cls/squad`).
+
+  Args:
+    num_classes: int. C, the number of logits.
+    hidden_size: int. H.
+    initializer_range: float. Standard deviation of output_weights' truncated-normal initializer.
+    **kwargs: passed to `keras.layers.Layer`.
+
+  Call arguments:
+    x: float tensor [B, H].
+
+  Returns:
+    Float tensor [B, C].
   """
 
-  def __init__(self, num_classes, hidden_size, initializer_range=0.02, **kwargs):
+  def __init__(self, num_classes: int, hidden_size: int, initializer_range: float = 0.02,
+               **kwargs):
     super().__init__(**kwargs)
     self.num_classes = num_classes
     self.hidden_size = hidden_size
@@ -93,6 +156,15 @@ class PooledLogits(keras.layers.Layer):
 
   def call(self, x):
     return tf.matmul(x, self.output_weights, transpose_b=True) + self.output_bias
+
+  def compute_output_shape(self, input_shape):
+    return tuple(input_shape)[:-1] + (self.num_classes,)
+
+  def original_variables(self, prefix: str = "") -> dict:
+    """`{prefix/output_weights: ..., prefix/output_bias: ...}`; the bare names for an empty
+    prefix (the original classifier's)."""
+    return {join_name(prefix, "output_weights"): self.output_weights,
+            join_name(prefix, "output_bias"): self.output_bias}
 
   def get_config(self):
     config = super().get_config()

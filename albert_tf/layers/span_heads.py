@@ -4,18 +4,31 @@ create_v2_model)."""
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.common import Dense, layer_norm
+from albert_tf.layers.common import Dense, join_name, layer_norm, layer_norm_variables
 from albert_tf.layers.heads import PooledLogits
 
 # Added to the logits of positions that cannot start or end an answer (p_mask 1), as the original.
 P_MASK_ADDER = -1e30
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
 class SpanLogits(keras.layers.Layer):
-  """v1: start and end logits from each position's vector (cls/squad/output_weights [2, H],
-  output_bias [2]). sequence_output [B, T, H] -> (start_logits, end_logits) [B, T]."""
+  """SQuAD v1: start and end logits from each position's vector, the original's
+  `cls/squad/output_weights` [2, H] and `output_bias` [2] (a `PooledLogits` of 2 classes).
 
-  def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
+  Args:
+    hidden_size: int. H.
+    initializer_range: float. Standard deviation of output_weights' truncated-normal initializer.
+    **kwargs: passed to `keras.layers.Layer`.
+
+  Call arguments:
+    sequence_output: float tensor [B, T, H].
+
+  Returns:
+    A tuple (start_logits, end_logits), each float [B, T].
+  """
+
+  def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.initializer_range = initializer_range
@@ -31,6 +44,14 @@ class SpanLogits(keras.layers.Layer):
     logits = tf.reshape(self.logits(flat), [shape[0], shape[1], 2])
     return logits[:, :, 0], logits[:, :, 1]
 
+  def compute_output_shape(self, input_shape):
+    batch_and_length = tuple(input_shape)[:2]
+    return batch_and_length, batch_and_length
+
+  def original_variables(self, prefix: str) -> dict:
+    """{original name: variable} under `prefix` (the original's `cls/squad`)."""
+    return self.logits.original_variables(prefix)
+
   def get_config(self):
     return dict(super().get_config(), hidden_size=self.hidden_size,
                 initializer_range=self.initializer_range)
@@ -41,22 +62,37 @@ def _masked_log_softmax(logits, p_mask):
   return masked, tf.nn.log_softmax(masked, axis=-1)
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
 class SquadV2Head(keras.layers.Layer):
-  """v2: start log-probs; end log-probs conditioned on the start (the true start in training, a
-  beam of start_n_top starts x end_n_top ends at inference); an answerability logit from the
-  start-probability-weighted state and the [CLS] state.
+  """SQuAD 2.0: start log-probs; end log-probs conditioned on the start (the true start in
+  training, a beam of start_n_top starts x end_n_top ends at inference); an answerability logit
+  from the start-probability-weighted state and the [CLS] state.
 
   Variables as the original's scopes: start_logits/dense, end_logits/dense_0, end_logits/LayerNorm,
   end_logits/dense_1, answer_class/dense_0, answer_class/dense_1 (no bias).
 
-  Call with sequence_output [B, T, H], p_mask [B, T] (1: not an answer position) and, when
-  training, start_positions [B]. Returns a dict: training: start_log_probs, end_log_probs [B, T];
-  inference: start_top_log_probs, start_top_index [B, start_n_top], end_top_log_probs,
-  end_top_index [B, start_n_top * end_n_top]; both: cls_logits [B].
+  Args:
+    hidden_size: int. H.
+    start_n_top: int. K, the number of start positions kept at inference.
+    end_n_top: int. The number of end positions kept for each start at inference.
+    dropout_rate: float. Dropout before the answerability logit (training only).
+    initializer_range: float. Standard deviation of the kernels' truncated-normal initializer.
+    **kwargs: passed to `keras.layers.Layer`.
+
+  Call arguments:
+    sequence_output: float tensor [B, T, H].
+    p_mask: int or float tensor [B, T]: 1 where a position cannot be part of an answer.
+    start_positions: int tensor [B], the true starts; required when training.
+    training: bool. Conditions the end on the true start, and applies dropout, when True.
+
+  Returns:
+    A dict. Training: start_log_probs, end_log_probs float [B, T]. Inference:
+    start_top_log_probs float and start_top_index int32 [B, K], end_top_log_probs float and
+    end_top_index int32 [B, K * end_n_top]. Both: cls_logits float [B].
   """
 
-  def __init__(self, hidden_size, start_n_top=5, end_n_top=5, dropout_rate=0.1,
-               initializer_range=0.02, **kwargs):
+  def __init__(self, hidden_size: int, start_n_top: int = 5, end_n_top: int = 5,
+               dropout_rate: float = 0.1, initializer_range: float = 0.02, **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.start_n_top = start_n_top
@@ -73,7 +109,7 @@ class SquadV2Head(keras.layers.Layer):
     self.answer_dropout = keras.layers.Dropout(dropout_rate)
     self.answer_dense_1 = dense(1, "answer_dense_1", use_bias=False)
 
-  def build(self, input_shape=None):
+  def build(self, sequence_output_shape=None, p_mask_shape=None, start_positions_shape=None):
     h = self.hidden_size
     self.start_dense.build((None, h))
     self.end_dense_0.build((None, 2 * h))
@@ -118,6 +154,41 @@ class SquadV2Head(keras.layers.Layer):
     answer = self.answer_dropout(answer, training=training)
     out["cls_logits"] = tf.squeeze(self.answer_dense_1(answer), -1)
     return out
+
+  def _output_shapes(self, sequence_output_shape, training):
+    batch, length = tuple(sequence_output_shape)[:2]
+    if training:
+      shapes = {"start_log_probs": (batch, length), "end_log_probs": (batch, length)}
+    else:
+      k, beam = self.start_n_top, self.start_n_top * self.end_n_top
+      shapes = {"start_top_log_probs": (batch, k), "start_top_index": (batch, k),
+                "end_top_log_probs": (batch, beam), "end_top_index": (batch, beam)}
+    shapes["cls_logits"] = (batch,)
+    return shapes
+
+  def compute_output_shape(self, sequence_output_shape, p_mask_shape=None,
+                           start_positions_shape=None):
+    """The inference outputs' shapes (what `summary()` shows); see `compute_output_spec`."""
+    return self._output_shapes(sequence_output_shape, training=False)
+
+  def compute_output_spec(self, sequence_output, p_mask, start_positions=None, training=False):
+    # The outputs differ with `training`, which compute_output_shape does not receive.
+    shapes = self._output_shapes(sequence_output.shape, training)
+    return {key: keras.KerasTensor(shape, dtype="int32" if key.endswith("_index")
+                                   else self.compute_dtype)
+            for key, shape in shapes.items()}
+
+  def original_variables(self, prefix: str = "") -> dict:
+    """{original name: variable}: `start_logits/...`, `end_logits/...`, `answer_class/...`
+    (top-level in the original's checkpoints, so `prefix` is empty there)."""
+    scope = lambda name: join_name(prefix, name)
+    names = self.start_dense.original_variables(scope("start_logits/dense"))
+    names.update(self.end_dense_0.original_variables(scope("end_logits/dense_0")))
+    names.update(layer_norm_variables(scope("end_logits/LayerNorm"), self.end_layer_norm))
+    names.update(self.end_dense_1.original_variables(scope("end_logits/dense_1")))
+    names.update(self.answer_dense_0.original_variables(scope("answer_class/dense_0")))
+    names.update(self.answer_dense_1.original_variables(scope("answer_class/dense_1")))
+    return names
 
   def get_config(self):
     return dict(super().get_config(), hidden_size=self.hidden_size,

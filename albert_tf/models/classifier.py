@@ -1,38 +1,86 @@
 """AlbertClassifier: the encoder plus the original's classification layer on the pooled output."""
 
 import keras
+import tensorflow as tf
 
+from albert_tf.config import AlbertConfig
 from albert_tf.layers import PooledLogits
-from albert_tf.models.base import ConfiguredModel
-from albert_tf.models.encoder import AlbertModel
+from albert_tf.models.base import sequence_input_shapes
+from albert_tf.models.encoder import ENCODER_INPUTS, AlbertModel
+from albert_tf.models.task import AlbertTask
 
 
-class AlbertClassifier(ConfiguredModel):
-  """ALBERT for sentence(-pair) classification and regression (GLUE).
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertClassifier(AlbertTask):
+  """ALBERT for sentence(-pair) classification and regression (GLUE), as the original's
+  `classifier_utils.create_model`.
 
   The classification layer is the original's `output_weights` [num_labels, H] and `output_bias`
   [num_labels] (top-level names in its fine-tuned checkpoints), applied to the pooled output after
-  dropout (`dropout_rate`, the original's fixed 0.1, only with training=True). num_labels 1 is
-  regression (STS-B). Call with the AlbertModel inputs; returns the encoder's dict plus `logits`
-  [B, num_labels]. Losses: `albert_tf.models.losses.classification_losses`.
+  dropout. num_labels 1 is regression (STS-B). Losses:
+  `albert_tf.models.losses.classification_losses`. Registered with Keras as
+  `albert_tf>AlbertClassifier` when `albert_tf.models` is imported (see `AlbertModel`).
+
+  Args:
+    config: an `AlbertConfig`, its dict, or None to take `encoder.config`.
+    num_labels: int >= 1. The number of classes; 1 for regression.
+    dropout_rate: float. Dropout on the pooled output (training only); the original's is 0.1.
+    encoder: an `AlbertModel` whose variables to share (e.g. a pretrainer's `encoder`), or None
+      to make one from `config`.
+    **kwargs: passed to `keras.Model` (name, default "albert_classifier").
+
+  Call arguments:
+    inputs: a dict of the `AlbertModel` inputs.
+    training: bool. Applies dropout when True.
+
+  Returns:
+    The encoder's dict (see `AlbertModel`) plus `logits` float [B, num_labels].
+
+  Raises:
+    ValueError: when num_labels is missing or < 1; as `AlbertTask` for `config` and `encoder`.
+
+  Example:
+
+  >>> import numpy as np
+  >>> import albert_tf
+  >>> from albert_tf.models import classification_losses
+  >>> config = albert_tf.AlbertConfig(vocab_size=100, embedding_size=8, hidden_size=16,
+  ...                                 num_hidden_layers=2, num_attention_heads=2,
+  ...                                 intermediate_size=32)
+  >>> pretrainer = albert_tf.AlbertPretrainer(config)
+  >>> classifier = albert_tf.AlbertClassifier(num_labels=3, encoder=pretrainer.encoder)
+  >>> classifier.encoder is pretrainer.encoder
+  True
+  >>> ids = np.array([[2, 15, 3, 27, 3], [2, 31, 3, 8, 3]], np.int32)
+  >>> segments = np.array([[0, 0, 0, 1, 1], [0, 0, 0, 1, 1]], np.int32)
+  >>> outputs = classifier({"input_ids": ids, "segment_ids": segments})
+  >>> tuple(outputs["logits"].shape)
+  (2, 3)
+  >>> losses = classification_losses(outputs["logits"], np.array([0, 2], np.int32))
+  >>> tuple(losses["probabilities"].shape), tuple(losses["predictions"].shape)
+  ((2, 3), (2,))
   """
 
-  def __init__(self, config, num_labels, dropout_rate=0.1, **kwargs):
+  def __init__(self, config: AlbertConfig | dict | None = None, num_labels: int | None = None,
+               dropout_rate: float = 0.1, encoder: AlbertModel | None = None, **kwargs):
     kwargs.setdefault("name", "albert_classifier")
-    super().__init__(config, **kwargs)
-    if num_labels < 1:
-      raise ValueError(f"num_labels must be >= 1, got {num_labels}")
+    if num_labels is None or num_labels < 1:
+      raise ValueError(f"{type(self).__name__}: num_labels must be an int >= 1 (1 for "
+                       f"regression), got {num_labels!r}")
+    super().__init__(config, encoder, **kwargs)
     self.num_labels = num_labels
     self.dropout_rate = dropout_rate
-    self.encoder = AlbertModel(self.config, name="encoder")
+    hidden_size = self.config.hidden_size
     self.dropout = keras.layers.Dropout(dropout_rate)
-    self.classifier = PooledLogits(num_labels, self.config.hidden_size,
-                                   self.config.initializer_range, name="classifier")
-    self.classifier.build()
-    self.built = True
+    self.classifier = PooledLogits(num_labels, hidden_size, self.config.initializer_range,
+                                   name="classifier")
+    self.dropout.build((None, hidden_size))
+    self.classifier.build((None, hidden_size))
+    self.build(sequence_input_shapes(ENCODER_INPUTS))
 
   @property
-  def is_regression(self):
+  def is_regression(self) -> bool:
+    """True for num_labels 1 (a score, as STS-B)."""
     return self.num_labels == 1
 
   def call(self, inputs, training=False):
@@ -41,6 +89,21 @@ class AlbertClassifier(ConfiguredModel):
     outputs["logits"] = self.classifier(pooled)
     return outputs
 
-  def get_config(self):
+  def compute_output_shape(self, input_shape: dict) -> dict:
+    shapes = dict(self.encoder.compute_output_shape(input_shape))
+    shapes["logits"] = self.classifier.compute_output_shape(shapes["pooled_output"])
+    return shapes
+
+  def original_variables(self) -> dict[str, tf.Variable]:
+    """{original name: variable}: `bert/...` plus the top-level `output_weights`, `output_bias`."""
+    names = self.encoder.original_variables()
+    names.update(self.classifier.original_variables())
+    return names
+
+  def checkpoint_parts(self) -> dict:
+    """`encoder` and `classifier`, as our checkpoints hold them."""
+    return {"encoder": self.encoder, "classifier": self.classifier}
+
+  def get_config(self) -> dict:
     return dict(super().get_config(), num_labels=self.num_labels,
                 dropout_rate=self.dropout_rate)

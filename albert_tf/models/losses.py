@@ -3,11 +3,17 @@
 import tensorflow as tf
 
 
-def masked_lm_loss(logits, label_ids, label_weights):
+def masked_lm_loss(logits: tf.Tensor, label_ids: tf.Tensor,
+                   label_weights: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
   """Weighted MLM loss: sum(w * nll) / (sum(w) + 1e-5), as the original.
 
-  logits [B, P, V]; label_ids int [B, P]; label_weights float [B, P].
-  Returns (loss scalar, per-example nll [B*P], log_probs [B*P, V]).
+  Args:
+    logits: float tensor [B, P, V] (AlbertPretrainer's `masked_lm_logits`).
+    label_ids: int tensor [B, P], the original tokens.
+    label_weights: float tensor [B, P]: 1 for real predictions, 0 for padding.
+
+  Returns:
+    (loss float32 scalar, per-example nll float32 [B*P], log_probs float32 [B*P, V]).
   """
   vocab_size = tf.shape(logits)[-1]
   log_probs = tf.nn.log_softmax(tf.reshape(tf.cast(logits, tf.float32), [-1, vocab_size]))
@@ -19,10 +25,16 @@ def masked_lm_loss(logits, label_ids, label_weights):
   return numerator / denominator, per_example, log_probs
 
 
-def sentence_order_loss(logits, labels):
+def sentence_order_loss(logits: tf.Tensor,
+                        labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
   """Mean softmax cross-entropy of the SOP head, as the original.
 
-  logits [B, 2]; labels int [B] or [B, 1]. Returns (loss, per-example nll [B], log_probs [B, 2]).
+  Args:
+    logits: float tensor [B, 2] (AlbertPretrainer's `sentence_order_logits`).
+    labels: int tensor [B] or [B, 1]: 0 in order, 1 swapped.
+
+  Returns:
+    (loss float32 scalar, per-example nll float32 [B], log_probs float32 [B, 2]).
   """
   log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
   labels = tf.reshape(labels, [-1])
@@ -30,11 +42,19 @@ def sentence_order_loss(logits, labels):
   return tf.reduce_mean(per_example), per_example, log_probs
 
 
-def pretraining_losses(outputs, features):
+def pretraining_losses(outputs: dict, features: dict) -> dict:
   """MLM + SOP losses of an AlbertPretrainer's outputs on a batch of pretraining features.
 
-  `features` holds masked_lm_ids, masked_lm_weights and next_sentence_labels (the original's
-  feature name for the sentence-order label). Returns a dict of scalars and per-example tensors.
+  Args:
+    outputs: an AlbertPretrainer's outputs (masked_lm_logits, sentence_order_logits).
+    features: a dict holding masked_lm_ids int [B, P], masked_lm_weights float [B, P] and
+      next_sentence_labels int [B] or [B, 1] (the original's feature name for the
+      sentence-order label).
+
+  Returns:
+    A dict: total_loss, masked_lm_loss, sentence_order_loss (float32 scalars);
+    masked_lm_example_loss [B*P], masked_lm_log_probs [B*P, V], sentence_order_example_loss
+    [B], sentence_order_log_probs [B, 2].
   """
   mlm, mlm_per_example, mlm_log_probs = masked_lm_loss(
       outputs["masked_lm_logits"], features["masked_lm_ids"], features["masked_lm_weights"])
@@ -51,13 +71,20 @@ def pretraining_losses(outputs, features):
   }
 
 
-def classification_losses(logits, labels, regression=False):
+def classification_losses(logits: tf.Tensor, labels: tf.Tensor,
+                          regression: bool = False) -> dict:
   """The original classifier's outputs and loss (classifier_utils.create_model).
 
-  logits [B, C]; labels int [B] (float [B] for regression, where C == 1). Classification:
-  softmax probabilities [B, C], argmax predictions [B], cross-entropy per example. Regression:
-  `probabilities` are the raw logits [B, 1], `logits` and `predictions` them squeezed to [B], the
-  per-example loss the squared error. `loss` is the mean over the batch.
+  Args:
+    logits: float tensor [B, C] (AlbertClassifier's `logits`).
+    labels: int tensor [B] (float [B] for regression, where C == 1).
+    regression: bool. Squared error on a single score instead of cross-entropy.
+
+  Returns:
+    A dict of float32 tensors: `loss` (the mean over the batch), `per_example_loss` [B],
+    `probabilities`, `logits`, `predictions`. Classification: softmax probabilities [B, C],
+    the logits [B, C], argmax predictions int32 [B]. Regression: `probabilities` are the raw
+    logits [B, 1], `logits` and `predictions` them squeezed to [B].
   """
   logits = tf.cast(logits, tf.float32)
   if regression:

@@ -14,15 +14,14 @@ import socket
 import sys
 import time
 
+from albert_tf import io
+from albert_tf.io import process_running
+
 LOCK_NAME = "albert_tf.lock"
 
 
 class OutputDirLockedError(RuntimeError):
   """Another run holds the output_dir's lock."""
-
-
-def _has_scheme(path):
-  return "://" in path
 
 
 def _process_start_time(pid):
@@ -36,22 +35,12 @@ def _process_start_time(pid):
     return None
 
 
-def _pid_alive(pid):
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:  # alive, owned by another user
-    return True
-  return True
-
-
 def holder_is_gone(holder):
   """True when the process of a lock record is provably not running (same host only)."""
   if holder.get("host") != socket.gethostname():
     return False
   pid = holder.get("pid")
-  if not isinstance(pid, int) or not _pid_alive(pid):
+  if not isinstance(pid, int) or not process_running(pid):
     return True
   started = holder.get("process_start")
   return started is not None and _process_start_time(pid) not in (None, started)
@@ -64,15 +53,8 @@ def _describe(holder):
 
 
 def _read(path):
-  if _has_scheme(path):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    with tf.io.gfile.GFile(path) as f:
-      text = f.read()
-  else:
-    with open(path, encoding="utf-8") as f:
-      text = f.read()
   try:
-    return json.loads(text)
+    return json.loads(io.read_text(path))
   except ValueError:
     return {}  # written halfway by a killed run: no live holder can be named
 
@@ -80,24 +62,14 @@ def _read(path):
 def _create_exclusively(path, text):
   """Writes a new file; FileExistsError when it exists (atomic on local file systems; object
   stores offer no exclusive create, so there it is check-then-write)."""
-  if _has_scheme(path):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    if tf.io.gfile.exists(path):
+  if io.is_remote(path):
+    if io.exists(path):
       raise FileExistsError(path)
-    with tf.io.gfile.GFile(path, "w") as f:
-      f.write(text)
+    io.write_text_atomically(path, text)
     return
   fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
   with os.fdopen(fd, "w", encoding="utf-8") as f:
     f.write(text)
-
-
-def _remove(path):
-  if _has_scheme(path):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.io.gfile.remove(path)
-  else:
-    os.remove(path)
 
 
 class OutputDirLock:
@@ -146,7 +118,7 @@ class OutputDirLock:
         self.log(f"taking over the stale lock {self.path} of a run that is gone: "
                  f"{_describe(holder) if holder else 'unreadable lock file'}")
         try:
-          _remove(self.path)
+          io.remove(self.path)
         except FileNotFoundError:
           pass
     raise OutputDirLockedError(f"could not take the lock {self.path}: other runs keep taking it")
@@ -158,6 +130,6 @@ class OutputDirLock:
     self.held = False
     try:
       if _read(self.path).get("pid") == self.record["pid"]:
-        _remove(self.path)
+        io.remove(self.path)
     except FileNotFoundError:
       pass

@@ -1,13 +1,17 @@
-"""Input file lists from the binaries' comma-separated globs, and atomic outputs.
+"""The one file layer: every file albert_tf reads or writes goes through here.
 
-Local paths use os; remote ones (gs://, ...) go through tf.io.gfile, imported only for them, so
-that the data tools run without TensorFlow.
+Local paths use os and open(); paths with a scheme (gs://, ram://, hdfs://, ...) go through
+tf.io.gfile, imported only for them, so that the data tools run without TensorFlow and the
+training binaries write to Cloud Storage as the original's tf.gfile did. Outputs are written
+atomically (a hidden temporary renamed into place); input patterns never match those
+temporaries.
 """
 
 import glob
 import logging
 import os
 import re
+import shutil
 import weakref
 
 # `.<name>.tmp-<pid>`: the leading dot keeps a half-written file out of the globs that pick the
@@ -53,6 +57,61 @@ def isdir(path):
   return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
 
 
+def exists(path):
+  return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def listdir(path):
+  """The names in directory `path` (sorted)."""
+  return sorted(_gfile().listdir(path) if is_remote(path) else os.listdir(path))
+
+
+def glob_files(pattern):
+  """Paths matching `pattern` (sorted)."""
+  return sorted(_gfile().glob(pattern) if is_remote(pattern) else glob.glob(pattern))
+
+
+def rmtree(path):
+  if is_remote(path):
+    _gfile().rmtree(path)
+  else:
+    shutil.rmtree(path)
+
+
+def remove(path):
+  if is_remote(path):
+    _gfile().remove(path)
+  else:
+    os.remove(path)
+
+
+def rename(source, target):
+  """Moves `source` over `target` (a file, or a directory onto a new name)."""
+  if is_remote(source):
+    _gfile().rename(source, target, overwrite=True)
+  else:
+    os.replace(source, target)
+
+
+def copy(source, target):
+  if is_remote(source) or is_remote(target):
+    _gfile().copy(source, target, overwrite=True)
+  else:
+    shutil.copyfile(source, target)
+
+
+def open_text(path, mode="r"):
+  """A text file (utf-8) for reading, or appending with mode "a"."""
+  if is_remote(path):
+    return _gfile().GFile(path, mode)
+  return open(path, mode, encoding="utf-8")  # pylint: disable=consider-using-with
+
+
+def read_text(path):
+  with open_text(path) as f:
+    return f.read()
+
+
 def makedirs(path):
   """Creates directory `path` and its parents where missing ('' is the current directory)."""
   if not path:
@@ -90,7 +149,8 @@ def remove_quietly(path):
     logging.warning("could not remove the temporary file %s (%s): delete it by hand", path, e)
 
 
-def _process_running(pid):
+def process_running(pid):
+  """Whether process `pid` of this host runs (True when it cannot be known)."""
   if os.name != "posix":
     return True  # os.kill(pid, 0) would terminate it on Windows
   try:
@@ -113,7 +173,7 @@ def remove_stale_temps(path):
     match = _TEMP_NAME.match(os.path.basename(stale))
     if match and stale not in _OPEN_TEMPS:
       pid = int(match.group(1))
-      if pid == os.getpid() or not _process_running(pid):
+      if pid == os.getpid() or not process_running(pid):
         remove_quietly(stale)
 
 
