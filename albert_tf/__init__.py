@@ -1,13 +1,12 @@
 """albert_tf: ALBERT (Lan et al., 2020) in TensorFlow 2 / Keras 3, faithful to the original.
 
 The model names are imported on first use, so that the data tools (tokenization,
-create_pretraining_data) run without loading TensorFlow.
+create_pretraining_data) run without loading TensorFlow. Importing albert_tf changes nothing
+else either (the environment included): quieting TensorFlow's start-up is the binaries' choice,
+albert_tf.startup.quiet_tensorflow_startup().
 """
 
 import importlib as _importlib
-import os as _os
-
-_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 _LAZY = {
     "AlbertClassifier": "albert_tf.models",

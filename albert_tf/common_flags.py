@@ -1,9 +1,12 @@
-"""Flags shared by the training binaries (defined once, as the original names them)."""
+"""Flags shared by the training binaries (defined once, as the original names them).
+
+Imports no TensorFlow, so that a binary's --help answers at once. Each binary turns its flags into
+settings once (albert_tf.settings.from_values) and hands them to its job.
+"""
 
 from absl import flags
 
-from albert_tf.training.precision import POLICIES
-from albert_tf.training.strategy import STRATEGIES
+from albert_tf.settings import PRECISION_POLICIES, STRATEGIES
 
 
 def define_run_flags():
@@ -27,11 +30,13 @@ def define_run_flags():
       "attempt to automatically detect the GCE project from metadata.")
   flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
   flags.DEFINE_integer("num_tpu_cores", 8,
-                       "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+                       "Only used if `use_tpu` is True. Total number of TPU cores to use. Kept "
+                       "for compatibility with the original's command lines: TPUStrategy uses "
+                       "every core of the TPU it connects to.")
   flags.DEFINE_enum("strategy", "auto", list(STRATEGIES),
                     "Distribution: auto (tpu with --use_tpu, mirrored with several GPUs, else one "
                     "device), one_device, mirrored, multi_worker_mirrored (reads TF_CONFIG), tpu.")
-  flags.DEFINE_enum("mixed_precision", "float32", list(POLICIES),
+  flags.DEFINE_enum("mixed_precision", "float32", list(PRECISION_POLICIES),
                     "Compute precision; mixed_float16 uses dynamic loss scaling.")
   flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
   flags.DEFINE_integer("cpu_devices", 0,
@@ -81,33 +86,18 @@ def define_finetuning_flags(max_seq_length, learning_rate, train_batch_size=32,
   flags.FLAGS.set_default("save_checkpoints_steps", save_checkpoints_steps)
 
 
-def strategy_from_flags(train_batch_size=None):
-  """Precision policy, seed and distribution strategy from the run flags (call in main(), after
-  flag parsing). Checks that train_batch_size splits over replicas x accumulation steps."""
+def run_job(job_module, job_class, settings):
+  """What a training binary's main() does: builds `job_class` (a name in module `job_module`,
+  imported only now, so that --help does not load TensorFlow) from settings and runs it.
+  Settings that cannot work end as a flag error."""
   # pylint: disable=import-outside-toplevel
+  import importlib
   from absl import app
-  from albert_tf.training import precision, strategy as strategies
+  from albert_tf.startup import quiet_tensorflow_startup
+  quiet_tensorflow_startup()
+  from albert_tf.training.job import UsageError
   # pylint: enable=import-outside-toplevel
-  values = flags.FLAGS
-  precision.set_policy(values.mixed_precision)
-  if values.random_seed is not None:
-    import keras  # pylint: disable=import-outside-toplevel
-    keras.utils.set_random_seed(values.random_seed)
-  strategy = strategies.create_strategy(values.strategy, values.use_tpu, values.tpu_name,
-                                        values.tpu_zone, values.gcp_project, values.master,
-                                        values.cpu_devices)
-  replicas = strategy.num_replicas_in_sync
-  accumulation = values.gradient_accumulation_steps
-  if train_batch_size is not None and train_batch_size % (replicas * accumulation):
-    raise app.UsageError(
-        f"--train_batch_size={train_batch_size} must be divisible by replicas ({replicas}) "
-        f"x --gradient_accumulation_steps ({accumulation})")
-  return strategy
-
-
-def loss_scale_from_flags():
-  """A DynamicLossScale for mixed_float16, else None (create inside strategy.scope())."""
-  from albert_tf.training import precision  # pylint: disable=import-outside-toplevel
-  if flags.FLAGS.mixed_precision == "mixed_float16":
-    return precision.DynamicLossScale()
-  return None
+  try:
+    getattr(importlib.import_module(job_module), job_class)(settings).run()
+  except UsageError as e:
+    raise app.UsageError(str(e)) from None

@@ -12,6 +12,8 @@ import logging
 import math
 import os
 
+from albert_tf import io
+
 _DATA_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "data", "configs")
 
@@ -164,9 +166,9 @@ class AlbertConfig:
       FileNotFoundError: when `path` does not exist.
       ValueError: naming `path`, when it is not a JSON object or its values are invalid.
     """
-    if not os.path.exists(path):
+    if not io.exists(path):
       raise FileNotFoundError(f"albert config file not found: {path}")
-    with open(path, encoding="utf-8") as f:
+    with io.open_text(path) as f:
       try:
         values = json.load(f)
       except json.JSONDecodeError as e:
@@ -192,8 +194,8 @@ class AlbertConfig:
       ValueError: for an unknown name, listing the known ones.
     """
     path = os.path.join(_DATA_CONFIG_DIR, f"albert_{name}_v2.json")
-    if not os.path.exists(path):
-      known = sorted(f[len("albert_"):-len("_v2.json")] for f in os.listdir(_DATA_CONFIG_DIR)
+    if not io.exists(path):
+      known = sorted(f[len("albert_"):-len("_v2.json")] for f in io.listdir(_DATA_CONFIG_DIR)
                      if f.startswith("albert_") and f.endswith("_v2.json"))
       raise ValueError(f"unknown ALBERT preset {name!r}; known presets: {known}")
     return cls.from_json_file(path)
@@ -219,15 +221,12 @@ class AlbertConfig:
     return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
   def to_json_file(self, path: str) -> None:
-    """Writes `to_json_string()` to `path` atomically (a temporary file, then a rename).
+    """Writes `to_json_string()` to `path` atomically (a hidden temporary file, then a rename).
 
     Args:
-      path: str. The file to write (replaced if it exists).
+      path: str. The file to write (replaced if it exists); its directory is created if missing.
     """
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-      f.write(self.to_json_string())
-    os.replace(tmp, path)
+    io.write_text_atomically(path, self.to_json_string())
 
   def replace(self, **changes) -> "AlbertConfig":
     """A copy with some fields changed.

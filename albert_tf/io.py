@@ -7,11 +7,16 @@ atomically (a hidden temporary renamed into place); input patterns never match t
 temporaries.
 """
 
+import errno
 import glob
+import io
 import logging
 import os
+import posixpath
 import re
 import shutil
+import tempfile
+import uuid
 import weakref
 
 # `.<name>.tmp-<pid>`: the leading dot keeps a half-written file out of the globs that pick the
@@ -24,12 +29,35 @@ _OPEN_TEMPS = weakref.WeakValueDictionary()
 
 
 def is_remote(path):
-  return "://" in path
+  return "://" in os.fspath(path)
 
 
 def _gfile():
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   return tf.io.gfile
+
+
+def split(path):
+  """os.path.split that keeps a scheme's `//` (ram://c.json -> ram://, c.json): os.path's would
+  give `ram:`, a local directory."""
+  if not is_remote(path):
+    return os.path.split(path)
+  scheme, rest = path.split("://", 1)
+  head, tail = posixpath.split(rest)
+  return f"{scheme}://{head}", tail
+
+
+def dirname(path):
+  return split(path)[0]
+
+
+def abspath(path):
+  """os.path.abspath for local paths; a path with a scheme is absolute already (only a trailing
+  slash goes, as abspath drops it, so that split() names the last component)."""
+  if not is_remote(path):
+    return os.path.abspath(path)
+  scheme, rest = path.split("://", 1)
+  return f"{scheme}://{rest.rstrip('/')}"
 
 
 def expand_input_patterns(patterns):
@@ -62,8 +90,11 @@ def exists(path):
 
 
 def listdir(path):
-  """The names in directory `path` (sorted)."""
-  return sorted(_gfile().listdir(path) if is_remote(path) else os.listdir(path))
+  """The names in directory `path` (sorted). Object stores list subdirectories as `name/`: the
+  slash goes, so that names compare as local ones."""
+  if is_remote(path):
+    return sorted(name.rstrip("/") for name in _gfile().listdir(path))
+  return sorted(os.listdir(path))
 
 
 def glob_files(pattern):
@@ -71,11 +102,36 @@ def glob_files(pattern):
   return sorted(_gfile().glob(pattern) if is_remote(pattern) else glob.glob(pattern))
 
 
-def rmtree(path):
-  if is_remote(path):
+def rmtree(path, ignore_errors=False):
+  """Removes directory `path` and everything under it; with ignore_errors, as much as it can,
+  silently (a missing path included), as shutil.rmtree's."""
+  if not is_remote(path):
+    shutil.rmtree(path, ignore_errors=ignore_errors)
+    return
+  try:
     _gfile().rmtree(path)
-  else:
-    shutil.rmtree(path)
+  except Exception:  # pylint: disable=broad-except
+    if not ignore_errors:
+      raise
+
+
+def rmdir(path):
+  """Removes the empty directory `path` (OSError when it holds anything, as os.rmdir)."""
+  if not is_remote(path):
+    os.rmdir(path)
+    return
+  if listdir(path):
+    raise OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY), path)
+  _gfile().rmtree(path)
+
+
+def make_temp_dir(directory, prefix):
+  """A new, uniquely named directory `<directory>/<prefix>...` (tempfile.mkdtemp's, locally)."""
+  if not is_remote(directory):
+    return tempfile.mkdtemp(prefix=prefix, dir=directory)
+  path = posixpath.join(directory, f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:12]}")
+  _gfile().makedirs(path)
+  return path
 
 
 def remove(path):
@@ -86,11 +142,40 @@ def remove(path):
 
 
 def rename(source, target):
-  """Moves `source` over `target` (a file, or a directory onto a new name)."""
-  if is_remote(source):
-    _gfile().rename(source, target, overwrite=True)
-  else:
+  """Moves `source` over `target` (a file, or a directory onto a new name or an empty
+  directory)."""
+  if not is_remote(source):
     os.replace(source, target)
+  elif _gfile().isdir(source):
+    _move_tree(source, target)
+  else:
+    _gfile().rename(source, target, overwrite=True)
+
+
+def _move_tree(source, target):
+  """Moves a remote directory file by file: object stores have no directory rename (GCS's
+  rename moves object by object itself; ram:// would move only the directory's own entry,
+  leaving its files behind). The deepest files move first, so that the top-level ones readers
+  look for (saved_model.pb) arrive last."""
+  gfile = _gfile()
+  if gfile.exists(target) and listdir(target):
+    raise OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY), target)
+  directories, files, pending = [""], [], [""]
+  while pending:
+    relative = pending.pop()
+    for name in listdir(posixpath.join(source, relative) if relative else source):
+      child = posixpath.join(relative, name) if relative else name
+      if gfile.isdir(posixpath.join(source, child)):
+        directories.append(child)
+        pending.append(child)
+      else:
+        files.append(child)
+  for relative in directories:  # empty ones too (a SavedModel's assets/)
+    gfile.makedirs(posixpath.join(target, relative) if relative else target)
+  for relative in sorted(files, key=lambda f: (-f.count("/"), f)):
+    gfile.rename(posixpath.join(source, relative), posixpath.join(target, relative),
+                 overwrite=True)
+  gfile.rmtree(source)
 
 
 def copy(source, target):
@@ -100,11 +185,38 @@ def copy(source, target):
     shutil.copyfile(source, target)
 
 
-def open_text(path, mode="r"):
-  """A text file (utf-8) for reading, or appending with mode "a"."""
-  if is_remote(path):
+def open_text(path, mode="r", newline=None, errors=None):
+  """A text file (utf-8) for reading, or appending with mode "a"; newline and errors as open()'s.
+  A remote file is read as open() reads a local one (its universal newlines, its errors
+  handling), so that both give the same lines."""
+  if not is_remote(path):
+    return open(  # pylint: disable=consider-using-with
+        path, mode, encoding="utf-8", newline=newline, errors=errors)
+  if mode != "r":
     return _gfile().GFile(path, mode)
-  return open(path, mode, encoding="utf-8")  # pylint: disable=consider-using-with
+  return io.TextIOWrapper(io.BufferedReader(_RemoteReader(_gfile().GFile(path, "rb"))),
+                          encoding="utf-8", newline=newline, errors=errors)
+
+
+class _RemoteReader(io.RawIOBase):
+  """A GFile as the raw stream io.TextIOWrapper reads (GFile has no readinto)."""
+
+  def __init__(self, gfile):
+    super().__init__()
+    self._file = gfile
+
+  def readable(self):
+    return True
+
+  def readinto(self, buffer):
+    data = self._file.read(len(buffer))
+    buffer[:len(data)] = data
+    return len(data)
+
+  def close(self):
+    if not self.closed:
+      self._file.close()
+    super().close()
 
 
 def read_text(path):
@@ -129,7 +241,7 @@ def open_binary(path, mode="rb"):
 
 
 def temp_path(path):
-  directory, name = os.path.split(path)
+  directory, name = split(path)
   return os.path.join(directory, f".{name}.tmp-{os.getpid()}")
 
 
@@ -188,7 +300,7 @@ class AtomicFile:
     if self.tmp in _OPEN_TEMPS:
       raise ValueError(f"{path} is already being written by this process: two outputs have the "
                        "same name; give them distinct names")
-    makedirs(os.path.dirname(path))
+    makedirs(dirname(path))
     remove_stale_temps(path)
     self._file = open_binary(self.tmp, "wb")
     _OPEN_TEMPS[self.tmp] = self

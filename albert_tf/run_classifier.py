@@ -17,7 +17,7 @@ TF1 layout); test_results.tsv and submit_results.tsv; with --export_dir a SavedM
 
 from absl import app, flags
 
-from albert_tf import common_flags
+from albert_tf import common_flags, settings
 
 FLAGS = flags.FLAGS
 
@@ -50,23 +50,10 @@ common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=5e-5)
 
 def main(argv):
   del argv
-  # pylint: disable=import-outside-toplevel
-  from albert_tf.finetuning.classifier_job import ClassifierJob
-  from albert_tf.finetuning.job import UsageError
-  # pylint: enable=import-outside-toplevel
-  if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
-    raise app.UsageError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
-  try:
-    job = ClassifierJob(FLAGS)
-  except UsageError as e:
-    raise app.UsageError(str(e)) from None
-  if job.task_name == "ax" and (FLAGS.do_train or FLAGS.do_eval):
-    raise app.UsageError("the ax (diagnostic) set has test data only: use --do_predict with an "
-                         "MNLI-trained checkpoint")
-  try:
-    job.run(export=bool(FLAGS.export_dir))
-  except UsageError as e:
-    raise app.UsageError(str(e)) from None
+  common_flags.run_job("albert_tf.finetuning.classifier_job", "ClassifierJob", settings.from_values(
+      settings.ClassifierSettings, FLAGS, train=settings.from_values(
+          settings.TrainSettings, FLAGS, num_train_steps=FLAGS.train_step,
+          num_warmup_steps=FLAGS.warmup_step)))
 
 
 if __name__ == "__main__":

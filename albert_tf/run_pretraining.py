@@ -8,13 +8,9 @@ Resumes from the latest checkpoint in --output_dir; --init_checkpoint takes a re
 checkpoint or one of ours.
 """
 
-import os
-import shutil
-import sys
-
 from absl import app, flags
 
-from albert_tf import common_flags
+from albert_tf import common_flags, settings
 
 FLAGS = flags.FLAGS
 
@@ -56,109 +52,10 @@ flags.DEFINE_string("spm_model_file", None,
 common_flags.define_run_flags()
 
 
-def _log(message):
-  print(message, file=sys.stderr, flush=True)
-
-
-def _dynamic_masking(config):
-  from albert_tf.data.pipeline import DynamicMasking  # pylint: disable=import-outside-toplevel
-  if not FLAGS.masked_lm_budget:
-    return None
-  ids = (2, 3, 4)
-  if FLAGS.spm_model_file:
-    from albert_tf.tokenization import FullTokenizer  # pylint: disable=import-outside-toplevel
-    ids = FullTokenizer(spm_model_file=FLAGS.spm_model_file).convert_tokens_to_ids(
-        ["[CLS]", "[SEP]", "[MASK]"])
-  return DynamicMasking(cls_id=ids[0], sep_id=ids[1], mask_id=ids[2],
-                        vocab_size=config.vocab_size, masked_lm_prob=FLAGS.masked_lm_budget)
-
-
 def main(argv):
   del argv
-  # Heavy imports after flag parsing, so that --help is quick.
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
-  from albert_tf.io import expand_input_patterns, write_text_atomically  # pylint: disable=import-outside-toplevel
-  from albert_tf.data.pipeline import check_record_lengths, pretraining_dataset  # pylint: disable=import-outside-toplevel
-  from albert_tf.models import AlbertPretrainer  # pylint: disable=import-outside-toplevel
-  from albert_tf.optimization import create_optimizer  # pylint: disable=import-outside-toplevel
-  from albert_tf.training import pretraining, strategy as strategies  # pylint: disable=import-outside-toplevel
-  from albert_tf.training.lock import OutputDirLock  # pylint: disable=import-outside-toplevel
-
-  if not FLAGS.do_train and not FLAGS.do_eval:
-    raise app.UsageError("At least one of `do_train` or `do_eval` must be True.")
-  config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-  if FLAGS.max_seq_length > config.max_position_embeddings:
-    raise app.UsageError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the config's "
-                         f"max_position_embeddings ({config.max_position_embeddings})")
-  input_files = expand_input_patterns(FLAGS.input_file)
-  strategy = common_flags.strategy_from_flags(FLAGS.train_batch_size)
-  # After the strategy: reading a record initialises TF's devices.
-  try:
-    check_record_lengths(input_files[0], FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
-  except ValueError as e:
-    raise app.UsageError(str(e)) from None
-  replicas = strategy.num_replicas_in_sync
-  accumulation = FLAGS.gradient_accumulation_steps
-  chief = strategies.is_chief(strategy)
-  os.makedirs(FLAGS.output_dir, exist_ok=True)
-  if chief:
-    OutputDirLock(FLAGS.output_dir, _log).acquire()
-  model_dir = strategies.worker_dir(strategy, FLAGS.output_dir)
-  _log(f"strategy {strategies.describe(strategy)} with {replicas} replicas; input files "
-       f"{input_files}")
-
-  settings = pretraining.TrainSettings(
-      learning_rate=FLAGS.learning_rate, num_train_steps=FLAGS.num_train_steps,
-      num_warmup_steps=FLAGS.num_warmup_steps, start_warmup_step=FLAGS.start_warmup_step,
-      poly_power=FLAGS.poly_power, gradient_accumulation_steps=accumulation,
-      iterations_per_loop=FLAGS.iterations_per_loop,
-      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-      keep_checkpoint_max=FLAGS.keep_checkpoint_max, jit_compile=FLAGS.jit_compile)
-  with strategy.scope():
-    model = AlbertPretrainer(config)
-    optimizer = create_optimizer(FLAGS.optimizer)
-    loss_scale = common_flags.loss_scale_from_flags()
-  runner = pretraining.PretrainingRunner(strategy, model, optimizer, settings, loss_scale)
-  dynamic = _dynamic_masking(config)
-
-  def iterator(is_training, batch_size, seed=None, start_step=0):
-    return iter(strategy.distribute_datasets_from_function(
-        lambda ctx: pretraining_dataset(input_files, FLAGS.max_seq_length,
-                                        FLAGS.max_predictions_per_seq, batch_size, is_training,
-                                        input_context=ctx, dynamic=dynamic, seed=seed,
-                                        start_step=start_step)))
-
-  def train_iterator(step):
-    return iterator(True, FLAGS.train_batch_size, FLAGS.data_seed, step)
-
-  checkpoint = runner.checkpoint()
-  manager = pretraining.checkpoint_manager(checkpoint, model_dir, FLAGS.keep_checkpoint_max,
-                                           _log)
-  pretraining.restore_or_initialize(checkpoint, model, FLAGS.output_dir, FLAGS.init_checkpoint,
-                                    _log, FLAGS.init_from_group0)
-
-  if FLAGS.do_train:
-    writer = tf.summary.create_file_writer(os.path.join(model_dir, "train")) if chief else None
-    pretraining.install_sigterm_handler(_log)
-    try:
-      pretraining.run_training(runner, train_iterator, manager, settings, _log, writer,
-                               examples_per_step=FLAGS.train_batch_size)
-    except tf.errors.DataLossError as e:
-      raise RuntimeError(
-          f"corrupt TFRecord data in {input_files} ({e.message}); regenerate the file with "
-          f"create_pretraining_data. The last checkpoint is {manager.latest_checkpoint}") from e
-
-  if FLAGS.do_eval:
-    result = runner.evaluate(iterator(False, FLAGS.eval_batch_size), FLAGS.max_eval_steps)
-    _log("***** Eval results *****")
-    if chief:
-      write_text_atomically(os.path.join(FLAGS.output_dir, "eval_results.txt"),
-                            "".join(f"{key} = {result[key]}\n" for key in sorted(result)))
-    for key in sorted(result):
-      _log(f"  {key} = {result[key]}")
-  if not chief:
-    shutil.rmtree(model_dir, ignore_errors=True)
+  common_flags.run_job("albert_tf.training.pretraining", "PretrainingJob",
+                       settings.from_values(settings.PretrainingSettings, FLAGS))
 
 
 if __name__ == "__main__":

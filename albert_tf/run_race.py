@@ -13,7 +13,7 @@ set into predict_results.txt.
 
 from absl import app, flags
 
-from albert_tf import common_flags
+from albert_tf import common_flags, settings
 
 FLAGS = flags.FLAGS
 
@@ -46,19 +46,10 @@ common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=1e-5,
 
 def main(argv):
   del argv
-  # pylint: disable=import-outside-toplevel
-  from albert_tf.finetuning.job import UsageError
-  from albert_tf.finetuning.race_job import RaceJob
-  # pylint: enable=import-outside-toplevel
-  if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-    raise app.UsageError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
-  if FLAGS.task_name.lower() != "race":
-    raise app.UsageError(f"Task not found: {FLAGS.task_name}")
-  try:
-    job = RaceJob(FLAGS)
-    job.run()
-  except UsageError as e:
-    raise app.UsageError(str(e)) from None
+  common_flags.run_job("albert_tf.finetuning.race_job", "RaceJob", settings.from_values(
+      settings.RaceSettings, FLAGS, train=settings.from_values(
+          settings.TrainSettings, FLAGS, num_train_steps=FLAGS.train_step,
+          num_warmup_steps=FLAGS.warmup_step)))
 
 
 if __name__ == "__main__":

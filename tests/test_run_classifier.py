@@ -188,7 +188,8 @@ def test_bad_input(tmp_path):
   (cached / "mrpc_eval.tf_record").write_bytes(
       open(os.path.join(GLUE, "expected", "mrpc_dev.tfrecord"), "rb").read())
   r = _run(["--task_name=mrpc", data, f"--output_dir={tmp_path}", f"--cached_dir={cached}",
-            "--do_eval", "--max_seq_length=32"], check=False)
+            "--do_eval", "--max_seq_length=32",
+            f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}"], check=False)
   assert r.returncode != 0 and "`input_ids` holds 48 values per record where" in r.stderr
 
 

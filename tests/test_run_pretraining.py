@@ -120,6 +120,25 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
   assert not [f for f in os.listdir(tmp_path) if f.startswith(".worker")]
 
 
+# The interrupted run: the job built from settings alone (no flags), paused by its after_save hook
+# right after model.ckpt-4 so that the test can kill it there.
+PAUSED_RUN = """
+import sys, time
+from albert_tf import settings
+from albert_tf.training.pretraining import PretrainingJob
+output_dir, original = sys.argv[1:]
+job = PretrainingJob(settings.PretrainingSettings(
+    output_dir=output_dir, input_file=original + "/eval.tfrecord", max_predictions_per_seq=5,
+    model=settings.ModelSettings(albert_config_file=original + "/albert_config.json",
+                                 init_checkpoint=original + "/model.ckpt-0", max_seq_length=24),
+    run=settings.RunSettings(data_seed=11),
+    train=settings.TrainSettings(train_batch_size=2, learning_rate=0.01, num_train_steps=6,
+                                 num_warmup_steps=1, save_checkpoints_steps=2,
+                                 iterations_per_loop=1)))
+job.run(after_save=lambda step, path: time.sleep(600) if step == 4 else None)
+"""
+
+
 def test_sigkill_after_a_checkpoint_then_resume_equals_uninterrupted(tmp_path):
   flags = [f"--input_file={os.path.join(ORIGINAL_MODEL, 'eval.tfrecord')}",
            f"--albert_config_file={CONFIG}", "--train_batch_size=2", "--max_seq_length=24",
@@ -129,9 +148,8 @@ def test_sigkill_after_a_checkpoint_then_resume_equals_uninterrupted(tmp_path):
   straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
   _run(flags + [f"--output_dir={straight}"])
 
-  cmd = [sys.executable, "-m", "albert_tf.run_pretraining", f"--output_dir={interrupted}"] + flags
-  proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          env=dict(os.environ, ALBERT_TF_TEST_PAUSE_AFTER_SAVE="60"))
+  proc = subprocess.Popen([sys.executable, "-c", PAUSED_RUN, str(interrupted), ORIGINAL_MODEL],
+                          cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
   deadline = time.time() + 300
   while not os.path.exists(interrupted / "model.ckpt-4.index"):
     assert proc.poll() is None and time.time() < deadline, "run ended before its checkpoint"
@@ -141,6 +159,7 @@ def test_sigkill_after_a_checkpoint_then_resume_equals_uninterrupted(tmp_path):
   assert not os.path.exists(interrupted / "model.ckpt-6.index")
   resumed = _run(flags + [f"--output_dir={interrupted}"])
   assert "resumed from" in resumed.stderr and "at step 4" in resumed.stderr
+  assert "taking over the stale lock" in resumed.stderr
 
   a = tf.train.load_checkpoint(str(straight / "model.ckpt-6"))
   b = tf.train.load_checkpoint(str(interrupted / "model.ckpt-6"))

@@ -3,12 +3,11 @@
 import dataclasses
 import os
 import re
-import shutil
-import tempfile
 
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import io
 from albert_tf.checkpoints import layout
 
 
@@ -44,16 +43,25 @@ def resolve_checkpoint_path(path):
   if path is None or not str(path):
     raise ValueError("no checkpoint path given")
   path = os.fspath(path)
-  if os.path.isdir(path):
+  # The prefix test first: some filesystems (ram://) call any leading part of a file name a
+  # directory, so `model.ckpt-best` would look like one.
+  if io.exists(path + ".index"):
+    return path
+  if io.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
       raise FileNotFoundError(
           f"no checkpoint found in directory {path} (expected a `checkpoint` state file naming "
           "one, or pass the checkpoint prefix such as .../model.ckpt-best)")
     return latest
-  if not tf.io.gfile.exists(path + ".index"):
-    raise FileNotFoundError(f"checkpoint not found: {path} (no {path}.index)")
-  return path
+  raise FileNotFoundError(f"checkpoint not found: {path} (no {path}.index)")
+
+
+def checkpoint_reader(prefix):
+  """A tf.train.CheckpointReader of a resolved prefix (see resolve_checkpoint_path).
+  tf.train.load_checkpoint would resolve it again with the directory test above, which fails on
+  ram:// (it asks for a `checkpoint` file in `<prefix>` as a directory)."""
+  return tf.compat.v1.train.NewCheckpointReader(prefix)
 
 
 def _group0_name(name):
@@ -76,7 +84,7 @@ def load_original_checkpoint(model, path, init_from_group0=False, strict_encoder
     absent encoder variables.
   """
   prefix = resolve_checkpoint_path(path)
-  reader = tf.train.load_checkpoint(prefix)
+  reader = checkpoint_reader(prefix)
   shapes = reader.get_variable_to_shape_map()
   targets = layout.original_variable_map(model)
   sources = {name: name for name in targets if name in shapes}
@@ -146,25 +154,28 @@ def save_original_checkpoint(model, prefix, global_step=0, extra_tensors=None,
   file names the new checkpoint. `extra_tensors` ({name: array}) adds more variables (e.g.
   optimizer slots). Returns the prefix.
   """
-  prefix = os.path.abspath(os.fspath(prefix))
-  directory = os.path.dirname(prefix)
-  os.makedirs(directory, exist_ok=True)
+  prefix = io.abspath(os.fspath(prefix))
+  directory, base = io.split(prefix)
+  io.makedirs(directory)
   tensors = {name: v.numpy() for name, v in layout.original_variable_map(model).items()}
   if global_step is not None:
     tensors["global_step"] = np.asarray(global_step, dtype=np.int64)
   tensors.update(extra_tensors or {})
   names = sorted(tensors)
-  tmp_dir = tempfile.mkdtemp(prefix=".tmp_ckpt_", dir=directory)
+  tmp_dir = io.make_temp_dir(directory, ".tmp_ckpt_")
   try:
-    tmp_prefix = os.path.join(tmp_dir, os.path.basename(prefix))
+    tmp_prefix = os.path.join(tmp_dir, base)
     tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names),
                       tensors=[tf.convert_to_tensor(tensors[n]) for n in names])
-    data_files = sorted(f for f in os.listdir(tmp_dir) if ".data-" in f)
-    for f in data_files + [os.path.basename(prefix) + ".index"]:
-      os.replace(os.path.join(tmp_dir, f), os.path.join(directory, f))
+    data_files = [f for f in io.listdir(tmp_dir) if ".data-" in f]
+    for f in data_files + [base + ".index"]:
+      io.rename(os.path.join(tmp_dir, f), os.path.join(directory, f))
   finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
+    io.rmtree(tmp_dir, ignore_errors=True)
   if update_checkpoint_state:
-    # A relative path keeps the directory movable, as the released tarballs are.
-    tf.compat.v1.train.update_checkpoint_state(directory, os.path.basename(prefix))
+    # A relative path keeps the directory movable, as the released tarballs are. TF writes a
+    # local name as given, but rewrites a remote one relative to the directory (which it takes
+    # for a relative path): given the whole prefix, that is the name.
+    tf.compat.v1.train.update_checkpoint_state(directory,
+                                               prefix if io.is_remote(prefix) else base)
   return prefix

@@ -14,7 +14,8 @@ _TRAINING_STATE = ("optimizer", "global_step", "loss_scale", "save_counter")
 
 def is_original_layout(prefix):
   """True for a TF1 name-based checkpoint (bert/..., cls/...), False for ours."""
-  names = [n for n, _ in tf.train.list_variables(prefix)]
+  reader = original.checkpoint_reader(original.resolve_checkpoint_path(prefix))
+  names = list(reader.get_variable_to_shape_map())
   if _OBJECT_GRAPH in names:
     return False
   return any(n.startswith("bert/") for n in names)
@@ -22,7 +23,7 @@ def is_original_layout(prefix):
 
 def checkpoint_global_step(path):
   """The global step stored in a checkpoint of either layout (0 when it holds none)."""
-  reader = tf.train.load_checkpoint(original.resolve_checkpoint_path(path))
+  reader = original.checkpoint_reader(original.resolve_checkpoint_path(path))
   for name in ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"):
     if reader.has_tensor(name):
       return int(reader.get_tensor(name))
@@ -47,7 +48,7 @@ def _load_ours(model, prefix, init_from_group0):
   """Finds each model variable's key through the checkpoint's object graph, then loads as the
   original layout does. tf.train.Checkpoint's own restore would leave variables the checkpoint
   lacks at their random values without a word."""
-  reader = tf.train.load_checkpoint(prefix)
+  reader = original.checkpoint_reader(prefix)
   graph = _object_graph(reader, prefix)
   held = {child.local_name for child in graph.nodes[0].children}
   if "encoder" not in held:

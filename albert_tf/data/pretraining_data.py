@@ -117,7 +117,7 @@ def check_output_files(input_files, output_files):
   seen = {}
   for k, path in enumerate(output_files):
     key = _same_file_key(path)
-    if not files.is_remote(path) and os.path.isdir(path):
+    if files.isdir(path):
       raise ValueError(f"output file {path} is a directory: give a file, or that directory alone "
                        "as --output_file for one output per input")
     if key in inputs:

@@ -3,8 +3,8 @@ model.ckpt-best.* in the original variable layout (no optimizer state), the Sent
 
 import os
 import re
-import shutil
 
+from albert_tf import io
 from albert_tf.checkpoints import (checkpoint_global_step, load_checkpoint,
                                    save_original_checkpoint)
 from albert_tf.export.staging import remove_stale_staging_dirs, staging_dir
@@ -21,34 +21,33 @@ def export_released_layout(config, checkpoint, export_dir, spm_model_file=None,
   export.staging). `config_file`, where known, is named when the SentencePiece model does not
   fit the config's vocab_size. Returns the checkpoint prefix written.
   """
-  export_dir = os.path.abspath(export_dir)
-  if os.path.exists(export_dir) and os.listdir(export_dir):
+  export_dir = io.abspath(export_dir)
+  if io.exists(export_dir) and io.listdir(export_dir):
     raise FileExistsError(f"export directory {export_dir} exists and is not empty")
   if spm_model_file:
     check_vocab_fits(spm_vocab_size(spm_model_file), config.vocab_size, spm_model_file,
                      config_file)
   model = AlbertPretrainer(config)
   load_checkpoint(model, checkpoint)
-  parent, name = os.path.split(export_dir)
-  os.makedirs(parent, exist_ok=True)
+  parent, name = io.split(export_dir)
+  io.makedirs(parent)
   remove_stale_staging_dirs(parent, re.escape(name))
   tmp = staging_dir(parent, name)
-  shutil.rmtree(tmp, ignore_errors=True)
-  os.makedirs(tmp)
+  io.rmtree(tmp, ignore_errors=True)
+  io.makedirs(tmp)
   try:
     config.to_json_file(os.path.join(tmp, "albert_config.json"))
     save_original_checkpoint(model, os.path.join(tmp, checkpoint_name),
                              global_step=checkpoint_global_step(checkpoint),
                              update_checkpoint_state=False)
     if spm_model_file:
-      shutil.copy(spm_model_file, tmp)
       vocab = os.path.splitext(spm_model_file)[0] + ".vocab"
-      if os.path.exists(vocab):
-        shutil.copy(vocab, tmp)
-    if os.path.exists(export_dir):
-      os.rmdir(export_dir)
-    os.replace(tmp, export_dir)
+      for source in [spm_model_file] + ([vocab] if io.exists(vocab) else []):
+        io.copy(source, os.path.join(tmp, os.path.basename(source)))
+    if io.exists(export_dir):
+      io.rmdir(export_dir)
+    io.rename(tmp, export_dir)
   except BaseException:
-    shutil.rmtree(tmp, ignore_errors=True)
+    io.rmtree(tmp, ignore_errors=True)
     raise
   return os.path.join(export_dir, checkpoint_name)

@@ -17,10 +17,10 @@ fail with a message naming the input, what was expected and what came.
 """
 
 import os
-import shutil
 
 import tensorflow as tf
 
+from albert_tf import io
 from albert_tf.export.serving_inputs import check_texts, check_token_inputs
 from albert_tf.export.staging import remove_stale_staging_dirs, staging_dir
 from albert_tf.tokenization.in_graph import InGraphTokenizer
@@ -152,17 +152,17 @@ def export_saved_model(module, export_dir, version):
     raise ValueError(f"--version must be a non-negative integer (TF Serving's layout), got "
                      f"{version!r}")
   final = os.path.join(export_dir, str(int(version)))
-  if os.path.exists(final):
+  if io.exists(final):
     raise FileExistsError(f"{final} exists already; choose another --version")
-  os.makedirs(export_dir, exist_ok=True)
+  io.makedirs(export_dir)
   # Any version's: a killed export of version 3 is garbage once version 4 is exported.
   remove_stale_staging_dirs(export_dir, r"\d+", legacy=True)
   tmp = staging_dir(export_dir, int(version))
-  shutil.rmtree(tmp, ignore_errors=True)
+  io.rmtree(tmp, ignore_errors=True)
   try:
     tf.saved_model.save(module, tmp, signatures=module.signatures())
-    os.replace(tmp, final)
+    io.rename(tmp, final)
   except BaseException:
-    shutil.rmtree(tmp, ignore_errors=True)
+    io.rmtree(tmp, ignore_errors=True)
     raise
   return final

@@ -250,9 +250,10 @@ class SquadServingModule(TextServingModule):
 def export_squad(job, version=None):
   """Exports a SquadJob's (loaded) model under <export_dir>/<version or timestamp>/."""
   import time  # pylint: disable=import-outside-toplevel
-  f = job.flags
+  s = job.settings
   module = SquadServingModule(
-      job.model, f.spm_model_file, f.do_lower_case, f.max_seq_length, f.doc_stride,
-      f.max_query_length, f.max_answer_length, f.n_best_size, job.v2, job.null_threshold())
-  return export_saved_model(module, os.fspath(f.export_dir),
+      job.model, s.tokenizer.spm_model_file, s.tokenizer.do_lower_case, s.model.max_seq_length,
+      s.doc_stride, s.max_query_length, s.max_answer_length, s.n_best_size, job.v2,
+      job.null_threshold())
+  return export_saved_model(module, os.fspath(s.export_dir),
                             version if version is not None else int(time.time()))

@@ -11,9 +11,9 @@ process (another export in progress, or a reused pid), is left alone.
 import logging
 import os
 import re
-import shutil
 import socket
 
+from albert_tf import io
 from albert_tf.io import process_running
 
 _PREFIX = ".tmp-"
@@ -39,17 +39,17 @@ def remove_stale_staging_dirs(parent, stem_pattern, legacy=False):
   and whose process, on this host, is not running. Call it before making this process's own: one
   with this process's pid is then an earlier process's (containers reuse pids). Returns the paths
   removed."""
-  if not os.path.isdir(parent):
+  if not io.isdir(parent):
     return []
   removed = []
-  for name in sorted(os.listdir(parent)):
+  for name in io.listdir(parent):
     pid = _staging_pid(name, stem_pattern, legacy)
     path = os.path.join(parent, name)
-    if pid is None or not os.path.isdir(path):
+    if pid is None or not io.isdir(path):
       continue
     if pid != os.getpid() and process_running(pid):
       continue
     logging.warning("removing %s, left by an export (pid %d) that did not finish", path, pid)
-    shutil.rmtree(path, ignore_errors=True)
+    io.rmtree(path, ignore_errors=True)
     removed.append(path)
   return removed

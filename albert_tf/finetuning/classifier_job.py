@@ -4,13 +4,15 @@ run_race): processor, cached features, evaluation, prediction files, export."""
 import os
 import time
 
+from albert_tf import io
 from albert_tf.io import write_text_atomically
 from albert_tf.finetuning import glue
 from albert_tf.finetuning.classifier_data import file_based_convert_examples_to_features
 from albert_tf.finetuning.evaluation import batch_means
 from albert_tf.finetuning.inputs import (EXAMPLE_INDEX, check_cached_features,
                                         classifier_features, feature_dataset)
-from albert_tf.finetuning.job import FineTuningJob, UsageError, log
+from albert_tf.finetuning.job import FineTuningJob
+from albert_tf.training.job import UsageError, log
 from albert_tf.finetuning.metrics import classifier_eval_metrics, key_metric
 from albert_tf.finetuning.objectives import ClassificationObjective
 from albert_tf.models import AlbertClassifier, classification_losses
@@ -20,9 +22,14 @@ from albert_tf.training import strategy as strategies
 class ClassifierJob(FineTuningJob):
   """A GLUE task: its processor, cached features, metrics and prediction files."""
 
-  def __init__(self, flag_values):
-    super().__init__(flag_values)
-    self.task_name = flag_values.task_name.lower()
+  def __init__(self, settings):
+    if not (settings.do_train or settings.do_eval or settings.do_predict or settings.export_dir):
+      raise UsageError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    super().__init__(settings)
+    self.task_name = settings.task_name.lower()
+    if self.task_name == "ax" and (settings.do_train or settings.do_eval):
+      raise UsageError("the ax (diagnostic) set has test data only: use --do_predict with an "
+                       "MNLI-trained checkpoint")
     try:
       self.processor = self.make_processor()
     except ValueError as e:
@@ -33,19 +40,19 @@ class ClassifierJob(FineTuningJob):
     log(f"task {self.task_name}")
 
   def make_processor(self):
-    f = self.flags
-    return glue.processor(self.task_name, use_spm=bool(f.spm_model_file),
-                          do_lower_case=f.do_lower_case)
+    s = self.settings
+    return glue.processor(self.task_name, use_spm=bool(s.tokenizer.spm_model_file),
+                          do_lower_case=s.tokenizer.do_lower_case)
 
   def make_model(self):
     return AlbertClassifier(self.config, len(self.label_list),
-                            dropout_rate=self.flags.classifier_dropout)
+                            dropout_rate=self.settings.classifier_dropout)
 
   def objective(self):
     return ClassificationObjective(self.regression)
 
   def convert(self, examples, path):
-    file_based_convert_examples_to_features(examples, self.label_list, self.flags.max_seq_length,
+    file_based_convert_examples_to_features(examples, self.label_list, self.settings.model.max_seq_length,
                                             self.tokenizer, path, self.regression, log)
 
   def features_file(self, path, split, examples, padded_batch=None, regenerate=False):
@@ -54,7 +61,7 @@ class ClassifierJob(FineTuningJob):
     real = len(examples)
     if padded_batch:  # fixed TPU batches: pad with examples that carry no weight
       examples = examples + [glue.PaddingInputExample() for _ in range(-real % padded_batch)]
-    cached = not regenerate and os.path.exists(path)
+    cached = not regenerate and io.exists(path)
 
     def write():
       if not cached:
@@ -68,24 +75,24 @@ class ClassifierJob(FineTuningJob):
 
   def record_length(self):
     """ids per feature record."""
-    return self.flags.max_seq_length
+    return self.settings.model.max_seq_length
 
   def cached_path(self, split):
     """The original's cached feature file of a split."""
     if split == "test":
-      return os.path.join(self.flags.output_dir, "predict.tf_record")
+      return os.path.join(self.settings.output_dir, "predict.tf_record")
     suffix = {"train": "train", "dev": "eval"}[split]
-    return os.path.join(self.flags.cached_dir or self.flags.output_dir,
+    return os.path.join(self.settings.cached_dir or self.settings.output_dir,
                         f"{self.task_name}_{suffix}.tf_record")
 
   def feature_spec(self):
-    return classifier_features(self.flags.max_seq_length, self.regression), None
+    return classifier_features(self.settings.model.max_seq_length, self.regression), None
 
   def dataset(self, path, batch_size, is_training, seed=None, input_context=None):
-    f = self.flags
+    s = self.settings
     spec, shapes = self.feature_spec()
-    return feature_dataset(path, spec, batch_size, is_training, f.max_seq_length,
-                           drop_remainder=f.use_tpu, dynamic_length=f.dynamic_length,
+    return feature_dataset(path, spec, batch_size, is_training, s.model.max_seq_length,
+                           drop_remainder=s.run.use_tpu, dynamic_length=s.dynamic_length,
                            seed=seed, input_context=input_context, shapes=shapes)
 
   def predict(self, path, batch_size):
@@ -111,11 +118,11 @@ class ClassifierJob(FineTuningJob):
         out["is_real_example"], batch_means(out["per_example_loss"], batch_size))
 
   def evaluate(self, eval_file):
-    return self.metrics(self.predict(eval_file, self.flags.eval_batch_size),
-                        self.flags.eval_batch_size)
+    return self.metrics(self.predict(eval_file, self.settings.eval_batch_size),
+                        self.settings.eval_batch_size)
 
   def write_predictions(self, predict_file, examples):
-    out = self.predict(predict_file, self.flags.predict_batch_size)
+    out = self.predict(predict_file, self.settings.predict_batch_size)
     test_lines, submit_lines = [], ["index\tprediction"]
     for i, example in enumerate(examples):
       test_lines.append("\t".join(str(p) for p in out["probabilities"][i]))
@@ -125,7 +132,7 @@ class ClassifierJob(FineTuningJob):
     if self.chief:
       for name, lines in (("test_results.tsv", test_lines),
                           ("submit_results.tsv", submit_lines)):
-        write_text_atomically(os.path.join(self.flags.output_dir, name),
+        write_text_atomically(os.path.join(self.settings.output_dir, name),
                               "\n".join(lines) + "\n")
       log(f"wrote predictions of {len(test_lines)} examples to test_results.tsv and "
           "submit_results.tsv")
@@ -135,47 +142,52 @@ class ClassifierJob(FineTuningJob):
     from albert_tf.export.classifier import ClassifierServingModule
     from albert_tf.export.saved_model import export_saved_model
     # pylint: enable=import-outside-toplevel
-    f = self.flags
-    if not f.spm_model_file:
+    s = self.settings
+    if not s.tokenizer.spm_model_file:
       raise UsageError("--export_dir needs --spm_model_file (the SavedModel tokenizes text "
                        "with SentencePiece in the graph)")
     pair = self.processor.spec.columns_for("test").text_b is not None
-    module = ClassifierServingModule(self.model, f.spm_model_file, self.label_list, pair,
-                                     f.do_lower_case, f.max_seq_length,
-                                     f.threshold_to_export)
-    log(f"Model exported to {export_saved_model(module, f.export_dir, int(time.time()))}.")
+    module = ClassifierServingModule(self.model, s.tokenizer.spm_model_file, self.label_list, pair,
+                                     s.tokenizer.do_lower_case, s.model.max_seq_length,
+                                     s.threshold_to_export)
+    log(f"Model exported to {export_saved_model(module, s.export_dir, int(time.time()))}.")
 
-  def run(self, export=False):
+  def run(self, after_save=None):
     """The original binary's flow: (train, evaluating each checkpoint), evaluate the checkpoints
     not evaluated yet, predict with model.ckpt-best, and export it."""
-    f = self.flags
+    s = self.settings
     # Every split is read (and checked) before the model is built: a malformed or empty dev or
     # test set fails now, not once training is over.
-    examples = {split: self.processor.get_examples(f.data_dir, split) for split, wanted in
-                (("train", f.do_train), ("dev", f.do_eval), ("test", f.do_predict)) if wanted}
+    examples = {split: self.processor.get_examples(s.data_dir, split) for split, wanted in
+                (("train", s.do_train), ("dev", s.do_eval), ("test", s.do_predict)) if wanted}
     self.claim_output_dir()
-    self.build(f.train_step, f.warmup_step)
+    self.build_with_steps(s.train.num_train_steps, s.train.num_warmup_steps)
     tracker = self.tracker(self.key_metric)
-    padded = f.eval_batch_size if f.use_tpu else None
+    padded = s.eval_batch_size if s.run.use_tpu else None
     eval_file = (self.features_file(self.cached_path("dev"), "dev", examples["dev"], padded)
-                 if f.do_eval else None)
-    if f.do_train:
+                 if s.do_eval else None)
+    if s.do_train:
       train_file = self.features_file(self.cached_path("train"), "train", examples["train"])
       log(f"***** Running training *****\n  Num examples = {len(examples['train'])}\n  Batch "
-          f"size = {f.train_batch_size}\n  Num steps = {f.train_step}")
-      self.train(
-          lambda seed, ctx: self.dataset(train_file, f.train_batch_size, True, seed, ctx),
-          after_save=(lambda step, path: self.record(tracker, step, self.evaluate(eval_file)))
-          if eval_file else None)
-    if f.do_eval:
+          f"size = {s.train.train_batch_size}\n  Num steps = {s.train.num_train_steps}")
+
+      def evaluate_then(step, path):
+        if eval_file:
+          self.record(tracker, step, self.evaluate(eval_file))
+        if after_save is not None:
+          after_save(step, path)
+      self.train_on(train_file, lambda seed, ctx: self.dataset(
+          train_file, s.train.train_batch_size, True, seed, ctx), evaluate_then)
+    if s.do_eval:
       self.evaluate_checkpoints(tracker, lambda: self.evaluate(eval_file))
       log(f"best {tracker.key_name} = {tracker.best_value} at step {tracker.best_step}")
-    if f.do_predict or export:
+    if s.do_predict or s.export_dir:
       self.load_best()
-    if f.do_predict:
-      padded = f.predict_batch_size if f.use_tpu else None
+    if s.do_predict:
+      padded = s.predict_batch_size if s.run.use_tpu else None
       self.write_predictions(self.features_file(self.cached_path("test"), "test",
                                                 examples["test"], padded, regenerate=True),
                              examples["test"])
-    if export and self.chief:
+    if s.export_dir and self.chief:
       self.export()
+    self.finish()

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import io
 from albert_tf.io import write_text_atomically
 
 
@@ -42,8 +43,8 @@ def batch_means(values, batch_size):
 def checkpoint_steps(directory):
   """{step: prefix} of the model.ckpt-<step> checkpoints in a directory."""
   found = {}
-  if os.path.isdir(directory):
-    for name in os.listdir(directory):
+  if io.isdir(directory):
+    for name in io.listdir(directory):
       m = re.fullmatch(r"model\.ckpt-(\d+)\.index", name)
       if m:
         found[int(m.group(1))] = os.path.join(directory, name[:-len(".index")])
@@ -68,9 +69,8 @@ class BestCheckpointTracker:
     self.results_file = os.path.join(output_dir, "eval_results.txt")
     self.trial_file = os.path.join(output_dir, "best_trial.txt")
     self.last_step, self.best_step, self.best_value = -1, -1, -1.0
-    if os.path.exists(self.trial_file):
-      with open(self.trial_file, encoding="utf-8") as f:
-        last, best_step, best_value = f.read().strip().split(":")
+    if io.exists(self.trial_file):
+      last, best_step, best_value = io.read_text(self.trial_file).strip().split(":")
       self.last_step, self.best_step, self.best_value = int(last), int(best_step), float(best_value)
 
   def record(self, step, result, save_best):
@@ -80,8 +80,7 @@ class BestCheckpointTracker:
     lines = [f"{key} = {result[key]}" for key in sorted(result)]
     lines += [f"best = {self.best_value}", "=" * 50]
     if self.writes:
-      with open(self.results_file, "a", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+      self._append_results("\n".join(lines) + "\n")
     value = result[self.key_name]
     improved = not math.isnan(value) and value > self.best_value
     if improved:
@@ -91,3 +90,13 @@ class BestCheckpointTracker:
     if self.writes:
       write_text_atomically(self.trial_file, f"{step}:{self.best_step}:{self.best_value}")
     return improved
+
+  def _append_results(self, text):
+    """Appends to eval_results.txt by rewriting it whole, atomically: object stores (gs://) have
+    no append, and a crash then leaves the old file, not half a block."""
+    old = b""
+    if io.exists(self.results_file):
+      with io.open_binary(self.results_file) as f:
+        old = f.read()
+    with io.AtomicFile(self.results_file) as f:
+      f.write(old + text.encode("utf-8"))

@@ -11,6 +11,7 @@ import dataclasses
 import os
 from typing import Optional
 
+from albert_tf import io
 from albert_tf.tokenization.text import convert_to_unicode, preprocess_text
 
 
@@ -96,9 +97,9 @@ TASKS = {
 def read_tsv(path):
   """Rows of a tab-separated file, no quoting (as the original's csv reader with quotechar None).
   """
-  if not os.path.exists(path):
+  if not io.exists(path):
     raise FileNotFoundError(f"data file not found: {path}")
-  with open(path, encoding="utf-8", newline="") as f:
+  with io.open_text(path, newline="") as f:
     return list(csv.reader(f, delimiter="\t", quotechar=None))
 
 

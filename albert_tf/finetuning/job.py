@@ -1,141 +1,77 @@
-"""What the fine-tuning binaries (run_classifier, run_race, run_squad_v1, run_squad_v2) share:
-config and tokenizer from the flags, the strategy, the model with its runner and checkpoints,
-training with an evaluation after each checkpoint, the original's best-checkpoint bookkeeping,
-prediction, and loading model.ckpt-best.
-
-Flag names are the original's: albert_config_file, spm_model_file, vocab_file, do_lower_case,
-max_seq_length, output_dir, init_checkpoint, train_batch_size, learning_rate, optimizer, plus the
-run flags of common_flags.
+"""What the fine-tuning jobs (run_classifier, run_race, run_squad_v1, run_squad_v2) add to the job
+skeleton (albert_tf.training.job): the tokenizer, training on a feature file, an evaluation after
+each checkpoint with the original's best-checkpoint bookkeeping, prediction in file order, and
+loading model.ckpt-best.
 """
 
+import dataclasses
 import os
-import sys
 
 import tensorflow as tf
 
-from albert_tf import common_flags
+from albert_tf import io
 from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
 from albert_tf.checkpoints import save_original_checkpoint
-from albert_tf.config import AlbertConfig
 from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
 from albert_tf.finetuning.inputs import in_file_order
-from albert_tf.optimization import create_optimizer
 from albert_tf.tokenization import FullTokenizer, check_vocab_fits
-from albert_tf.training import runner as runners
-from albert_tf.training.lock import OutputDirLock
 from albert_tf.training import strategy as strategies
+from albert_tf.training.job import Job, UsageError, log
 
 
-class UsageError(ValueError):
-  """A flag combination that cannot work (the binaries turn it into absl's UsageError)."""
+class FineTuningJob(Job):
+  """A fine-tuning task on the job skeleton.
 
+  Args:
+    settings: a FineTuningSettings (ClassifierSettings, RaceSettings, SquadSettings).
 
-def log(message):
-  print(message, file=sys.stderr, flush=True)
+  Raises:
+    UsageError: no tokenizer, or one with more pieces than the config's vocab_size; and Job's
+      checks.
+  """
 
-
-class FineTuningJob:
-  """Subclasses define make_model() (called inside the strategy scope) and objective()."""
-
-  def __init__(self, flag_values):
-    self.flags = f = flag_values
-    self.config = AlbertConfig.from_json_file(f.albert_config_file)
-    if f.max_seq_length > self.config.max_position_embeddings:
-      raise UsageError(
-          f"Cannot use sequence length {f.max_seq_length} because the ALBERT model was only "
-          f"trained up to sequence length {self.config.max_position_embeddings}")
-    if not f.spm_model_file and not f.vocab_file:
+  def __init__(self, settings):
+    super().__init__(settings)
+    tokenizer = settings.tokenizer
+    if not tokenizer.spm_model_file and not tokenizer.vocab_file:
       raise UsageError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
-    self.tokenizer = FullTokenizer(vocab_file=f.vocab_file, do_lower_case=f.do_lower_case,
-                                   spm_model_file=f.spm_model_file)
+    self.tokenizer = FullTokenizer(vocab_file=tokenizer.vocab_file,
+                                   do_lower_case=tokenizer.do_lower_case,
+                                   spm_model_file=tokenizer.spm_model_file)
     try:
       check_vocab_fits(max(self.tokenizer.vocab.values()) + 1, self.config.vocab_size,
-                       f.spm_model_file or f.vocab_file, f.albert_config_file)
+                       tokenizer.spm_model_file or tokenizer.vocab_file,
+                       settings.model.albert_config_file)
     except ValueError as e:
       raise UsageError(str(e)) from None
-    self.strategy = common_flags.strategy_from_flags(f.train_batch_size)
-    self.chief = strategies.is_chief(self.strategy)
-    self.model_dir = strategies.worker_dir(self.strategy, f.output_dir)
-    self.best_path = os.path.join(f.output_dir, "model.ckpt-best")
-    log(f"strategy {strategies.describe(self.strategy)} with "
-        f"{self.strategy.num_replicas_in_sync} replicas")
+    self.best_path = os.path.join(settings.output_dir, "model.ckpt-best")
 
-  def claim_output_dir(self):
-    """Call once the inputs are checked, before anything is written: refuses to go on without a
-    model to evaluate, predict or export, creates output_dir and takes its lock."""
-    self._check_there_is_a_model()
-    os.makedirs(self.flags.output_dir, exist_ok=True)
-    if self.chief:
-      OutputDirLock(self.flags.output_dir, log).acquire()
+  def needs_trained_model(self):
+    return not self.settings.do_train
 
-  def _check_there_is_a_model(self):
-    """Evaluating, predicting or exporting without training needs trained weights: a checkpoint
-    in output_dir or --init_checkpoint. Without them the binaries would write a randomly
-    initialised model's results (and model.ckpt-best) as if it were trained."""
-    f = self.flags
-    if f.do_train or f.init_checkpoint:
-      return
-    if os.path.isdir(f.output_dir) and (tf.train.latest_checkpoint(f.output_dir)
-                                        or os.path.exists(self.best_path + ".index")):
-      return
-    raise UsageError(
-        f"nothing to evaluate, predict or export: --output_dir={f.output_dir} holds no "
-        "checkpoint (model.ckpt-<step> or model.ckpt-best) and --init_checkpoint is not set. "
-        "Train first (--do_train), or point --output_dir or --init_checkpoint at a fine-tuned "
-        "model")
+  # -- model, runner, training ------------------------------------------------------------------
+  def build_with_steps(self, num_train_steps, num_warmup_steps):
+    """Job.build with the task's schedule; a call never runs past a checkpoint (each is
+    evaluated)."""
+    train = self.settings.train
+    self.build(dataclasses.replace(
+        train, num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
+        iterations_per_loop=min(train.iterations_per_loop, train.save_checkpoints_steps)))
 
-  def make_model(self):
-    raise NotImplementedError
+  def train_on(self, path, make_dataset, after_save=None):
+    """Trains on feature file `path`; make_dataset(seed, input_context) gives its batches.
 
-  def objective(self):
-    raise NotImplementedError
+    Length-grouped batches take a varying number of records each, so a seeded run resumes by
+    skipping whole batches of its seeded stream; unseeded, a resumed run starts a new order.
+    """
+    seed = self.settings.run.data_seed
 
-  # -- model, runner, checkpoints ---------------------------------------------------------------
-  def build(self, num_train_steps, num_warmup_steps):
-    f = self.flags
-    self.settings = runners.TrainSettings(
-        learning_rate=f.learning_rate, num_train_steps=num_train_steps,
-        num_warmup_steps=num_warmup_steps,
-        gradient_accumulation_steps=f.gradient_accumulation_steps,
-        iterations_per_loop=min(f.iterations_per_loop, f.save_checkpoints_steps),
-        save_checkpoints_steps=f.save_checkpoints_steps,
-        keep_checkpoint_max=f.keep_checkpoint_max, jit_compile=f.jit_compile)
-    with self.strategy.scope():
-      self.model = self.make_model()
-      optimizer = create_optimizer(f.optimizer)
-      loss_scale = common_flags.loss_scale_from_flags()
-    self.runner = runners.Runner(self.strategy, self.model, optimizer, self.settings,
-                                 self.objective(), loss_scale)
-    self.checkpoint = self.runner.checkpoint()
-    self.manager = runners.checkpoint_manager(self.checkpoint, self.model_dir,
-                                              f.keep_checkpoint_max, log)
-    runners.restore_or_initialize(self.checkpoint, self.model, f.output_dir, f.init_checkpoint,
-                                  log)
-
-  def train(self, make_dataset, after_save=None):
-    """Trains to num_train_steps; make_dataset(seed, input_context) gives the training input."""
-    f = self.flags
-
-    def train_iterator(step):
-      # Length-grouped batches take a varying number of records each, so a seeded resume skips
-      # whole batches of the seeded stream; unseeded, a resumed run starts a new order.
-      skip = 0 if f.data_seed is None else step
-
-      def dataset(ctx):
-        d = make_dataset(f.data_seed, ctx)
-        return d.skip(skip * epochs.batches_per_step(ctx)) if skip else d
-      return iter(self.strategy.distribute_datasets_from_function(dataset))
-
-    writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
-              if self.chief else None)
-    runners.install_sigterm_handler(log)
-    try:
-      runners.run_training(self.runner, train_iterator, self.manager, self.settings, log, writer,
-                           examples_per_step=f.train_batch_size, after_save=after_save)
-    except tf.errors.DataLossError as e:
-      raise RuntimeError(f"corrupt TFRecord data ({e.message}); delete the cached feature file "
-                         "to regenerate it") from e
+    def dataset(ctx, start_step):
+      d = make_dataset(seed, ctx)
+      skip = start_step * epochs.batches_per_step(ctx) if seed is not None else 0
+      return d.skip(skip) if skip else d
+    self.train(dataset, [path], after_save)
 
   def predictor(self, fn):
     """A Predictor of fn(features) -> per-example outputs; its run() gives file order."""
@@ -144,7 +80,7 @@ class FineTuningJob:
 
   # -- best checkpoint --------------------------------------------------------------------------
   def tracker(self, key_name):
-    return BestCheckpointTracker(self.flags.output_dir, key_name, writes=self.chief)
+    return BestCheckpointTracker(self.settings.output_dir, key_name, writes=self.chief)
 
   def record(self, tracker, step, result):
     """Logs an evaluation, appends it to eval_results.txt and saves model.ckpt-best (the
@@ -165,20 +101,21 @@ class FineTuningJob:
   def evaluate_checkpoints(self, tracker, evaluate):
     """evaluate() -> metrics for each model.ckpt-<step> of output_dir not evaluated yet, in step
     order (the original's eval loop); with none at all, for the model as initialised."""
-    f = self.flags
-    found = checkpoint_steps(f.output_dir)
+    found = checkpoint_steps(self.settings.output_dir)
     for step, path in found.items():
       if step > tracker.last_step:
         self.checkpoint.read(path).expect_partial()
         self.record(tracker, step, evaluate())
+    init_checkpoint = self.settings.model.init_checkpoint
     if not found and tracker.last_step < 0:
-      step = checkpoint_global_step(f.init_checkpoint) if f.init_checkpoint else 0
+      step = checkpoint_global_step(init_checkpoint) if init_checkpoint else 0
       self.record(tracker, step, evaluate())
 
   def load_best(self):
     """model.ckpt-best if there is one, else the latest checkpoint, else init_checkpoint."""
-    path = self.best_path if os.path.exists(self.best_path + ".index") else (
-        tf.train.latest_checkpoint(self.flags.output_dir) or self.flags.init_checkpoint)
+    path = self.best_path if io.exists(self.best_path + ".index") else (
+        tf.train.latest_checkpoint(self.settings.output_dir)
+        or self.settings.model.init_checkpoint)
     if path:
       load_checkpoint(self.model, path)
     self.loaded_from = path

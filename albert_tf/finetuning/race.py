@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 
+from albert_tf import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.finetuning.classifier_data import pack_pair
 from albert_tf.finetuning.glue import PaddingInputExample, TextProcessor
@@ -49,9 +50,9 @@ class RaceProcessor(TextProcessor):
     examples = []
     for level in self.levels:
       directory = os.path.join(split_dir, level)
-      if not os.path.isdir(directory):
+      if not io.isdir(directory):
         raise FileNotFoundError(f"RACE directory not found: {directory}")
-      for name in sorted(os.listdir(directory)):
+      for name in io.listdir(directory):
         if name.endswith(".txt"):
           examples.extend(self._file_examples(os.path.join(directory, name)))
     if not examples:
@@ -62,7 +63,7 @@ class RaceProcessor(TextProcessor):
   def _file_examples(self, path):
     """Examples of one RACE file: an article (json) per line."""
     examples = []
-    with open(path, encoding="utf-8") as f:
+    with io.open_text(path) as f:
       for number, line in enumerate(f, 1):
         if not line.strip():
           continue

@@ -9,11 +9,11 @@ whether the window is its "max context" one.
 import collections
 import dataclasses
 import json
-import os
 from typing import Optional
 
 import numpy as np
 
+from albert_tf import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.tokenization.full import encode_ids, encode_pieces
 from albert_tf.tokenization.text import preprocess_text
@@ -60,9 +60,9 @@ class InputFeatures:
 def load_squad_json(input_file):
   """The "data" list of a SQuAD json file (clear errors for a missing, malformed or non-SQuAD
   file, naming it)."""
-  if not os.path.exists(input_file):
+  if not io.exists(input_file):
     raise FileNotFoundError(f"SQuAD file not found: {input_file}")
-  with open(input_file, encoding="utf-8") as f:
+  with io.open_text(input_file) as f:
     try:
       root = json.load(f)
     except json.JSONDecodeError as e:

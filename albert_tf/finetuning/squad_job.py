@@ -7,10 +7,12 @@ import random
 
 import tensorflow as tf
 
+from albert_tf import io
 from albert_tf.io import write_text_atomically
 from albert_tf.finetuning import squad_data, squad_postprocess
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, feature_dataset
-from albert_tf.finetuning.job import FineTuningJob, UsageError, log
+from albert_tf.finetuning.job import FineTuningJob
+from albert_tf.training.job import UsageError, log
 from albert_tf.finetuning.objectives import SquadObjective
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.training import strategy as strategies
@@ -52,7 +54,7 @@ def write_features_jsonl(path, features):
 
 def read_features_jsonl(path):
   features = []
-  with open(path, encoding="utf-8") as f:
+  with io.open_text(path) as f:
     for line in f:
       d = json.loads(line)
       features.append(squad_data.InputFeatures(
@@ -69,21 +71,27 @@ def read_features_jsonl(path):
 class SquadJob(FineTuningJob):
   """SQuAD v1.1 (v2=False) or 2.0."""
 
-  def __init__(self, flag_values, v2):
-    super().__init__(flag_values)
-    f = flag_values
-    if f.max_seq_length <= f.max_query_length + 3:
-      raise UsageError(f"The max_seq_length ({f.max_seq_length}) must be greater than "
-                       f"max_query_length ({f.max_query_length}) + 3")
+  def __init__(self, settings):
+    if not (settings.do_train or settings.do_predict or settings.export_dir):
+      raise UsageError("At least one of `do_train` or `do_predict` or `export_dir` must be True.")
+    if settings.do_train and not settings.train_file:
+      raise UsageError("If `do_train` is True, then `train_file` must be specified.")
+    if settings.do_predict and not settings.predict_file:
+      raise UsageError("If `do_predict` is True, then `predict_file` must be specified.")
+    super().__init__(settings)
+    s = settings
+    if s.model.max_seq_length <= s.max_query_length + 3:
+      raise UsageError(f"The max_seq_length ({s.model.max_seq_length}) must be greater than "
+                       f"max_query_length ({s.max_query_length}) + 3")
     if self.tokenizer.sp_model is None:
       raise UsageError("SQuAD needs --spm_model_file")
-    self.v2 = v2
+    self.v2 = settings.v2
     self.key_metric = "f1"
 
   def make_model(self):
-    f = self.flags
+    s = self.settings
     if self.v2:
-      return AlbertSquadV2(self.config, f.start_n_top, f.end_n_top, f.dropout_prob)
+      return AlbertSquadV2(self.config, s.start_n_top, s.end_n_top, s.dropout_prob)
     return AlbertSpanLabeler(self.config)
 
   def objective(self):
@@ -93,7 +101,7 @@ class SquadJob(FineTuningJob):
   def _convert(self, examples, is_training, path, source, keep=None):
     """Writes the examples' features to path (atomically); an error when there are none (every
     example of `source` failed to align)."""
-    f = self.flags
+    s = self.settings
     writer = squad_data.FeatureWriter(path, is_training)
 
     def output(feature):
@@ -101,9 +109,9 @@ class SquadJob(FineTuningJob):
       if keep is not None:
         keep.append(feature)
     try:
-      squad_data.convert_examples_to_features(examples, self.tokenizer, f.max_seq_length,
-                                              f.doc_stride, f.max_query_length, is_training,
-                                              output, f.do_lower_case, log)
+      squad_data.convert_examples_to_features(examples, self.tokenizer, s.model.max_seq_length,
+                                              s.doc_stride, s.max_query_length, is_training,
+                                              output, s.tokenizer.do_lower_case, log)
       if not writer.num_features:
         raise ValueError(f"no features from {source}: no paragraph of its {len(examples)} "
                          "questions could be aligned to its SentencePiece pieces (see the "
@@ -115,24 +123,24 @@ class SquadJob(FineTuningJob):
     return writer.num_features
 
   def train_examples(self):
-    examples = squad_data.read_squad_examples(self.flags.train_file, is_training=True, log=log)
+    examples = squad_data.read_squad_examples(self.settings.train_file, is_training=True, log=log)
     random.Random(12345).shuffle(examples)  # as the original, before writing features
     return examples
 
   def train_feature_file(self, examples):
     """The training features' file, written by the chief unless cached; every worker returns
     once it is complete."""
-    f = self.flags
-    path = f.train_feature_file or os.path.join(f.output_dir, "train.tf_record")
-    cached = os.path.exists(path)
+    s = self.settings
+    path = s.train_feature_file or os.path.join(s.output_dir, "train.tf_record")
+    cached = io.exists(path)
 
     def write():
       if not cached:
-        log(f"wrote {self._convert(examples, True, path, f.train_file)} training features to "
+        log(f"wrote {self._convert(examples, True, path, s.train_file)} training features to "
             f"{path}")
     strategies.run_on_chief(self.strategy, write, path)
     if cached:
-      check_cached_features(path, f.max_seq_length)
+      check_cached_features(path, s.model.max_seq_length)
       log(f"using cached training features {path}")
     return path
 
@@ -140,31 +148,31 @@ class SquadJob(FineTuningJob):
     """(examples, features, feature file) of --predict_file, features cached as the original
     caches them (predict_feature_file + predict_feature_left_file). The chief writes them; the
     other workers read them back once it has."""
-    f = self.flags
-    examples = squad_data.read_squad_examples(f.predict_file, is_training=False)
-    path = f.predict_feature_file or os.path.join(f.output_dir, "predict.tf_record")
-    left = f.predict_feature_left_file or os.path.join(f.output_dir, "predict_left.jsonl")
-    cached = os.path.exists(path) and os.path.exists(left)
+    s = self.settings
+    examples = squad_data.read_squad_examples(s.predict_file, is_training=False)
+    path = s.predict_feature_file or os.path.join(s.output_dir, "predict.tf_record")
+    left = s.predict_feature_left_file or os.path.join(s.output_dir, "predict_left.jsonl")
+    cached = io.exists(path) and io.exists(left)
     features = []
 
     def write():
       if not cached:
-        self._convert(examples, False, path, f.predict_file, keep=features)
+        self._convert(examples, False, path, s.predict_file, keep=features)
         write_features_jsonl(left, features)
     strategies.run_on_chief(self.strategy, write, f"{path} and {left}")
     if features:
       return examples, features, path
-    check_cached_features(path, f.max_seq_length)
+    check_cached_features(path, s.model.max_seq_length)
     log(f"Loading eval features from {left}")
     return examples, read_features_jsonl(left), path
 
   def dataset(self, path, batch_size, is_training, seed=None, input_context=None):
-    f = self.flags
+    s = self.settings
     # v1's n-best start/end positions are taken over every position, padding included (as the
     # original), so its predictions run at full length; its training and v2 are trimmed.
-    dynamic = f.dynamic_length and (is_training or self.v2)
-    return feature_dataset(path, squad_features(f.max_seq_length, is_training), batch_size,
-                           is_training, f.max_seq_length, drop_remainder=f.use_tpu,
+    dynamic = s.dynamic_length and (is_training or self.v2)
+    return feature_dataset(path, squad_features(s.model.max_seq_length, is_training), batch_size,
+                           is_training, s.model.max_seq_length, drop_remainder=s.run.use_tpu,
                            dynamic_length=dynamic, seed=seed, input_context=input_context)
 
   # -- prediction and evaluation ----------------------------------------------------------------
@@ -181,19 +189,19 @@ class SquadJob(FineTuningJob):
         result[EXAMPLE_INDEX] = features[EXAMPLE_INDEX]
         return result
       self._predict = self.predictor(fn)
-    out = self._predict(self.dataset(path, self.flags.predict_batch_size, is_training=False))
+    out = self._predict(self.dataset(path, self.settings.predict_batch_size, is_training=False))
     fields = V2_OUTPUTS if self.v2 else V1_OUTPUTS
     return {int(uid): {k: out[k][i] for k in fields} for i, uid in enumerate(out["unique_ids"])}
 
   def postprocess(self, examples, features, results, dataset):
     """(predictions, nbest, null_odds or None, metrics or None) as the original."""
-    f = self.flags
+    s = self.settings
     if self.v2:
       return squad_postprocess.postprocess_v2(
-          examples, features, results, f.n_best_size, f.max_answer_length, f.start_n_top,
-          f.end_n_top, dataset if has_answers(dataset) else None)
+          examples, features, results, s.n_best_size, s.max_answer_length, s.start_n_top,
+          s.end_n_top, dataset if has_answers(dataset) else None)
     predictions, nbest = squad_postprocess.postprocess_v1(examples, features, results,
-                                                          f.n_best_size, f.max_answer_length)
+                                                          s.n_best_size, s.max_answer_length)
     metrics = (squad_postprocess.evaluate_v1(dataset, predictions) if has_answers(dataset)
                else None)
     return predictions, nbest, None, metrics
@@ -204,7 +212,7 @@ class SquadJob(FineTuningJob):
     predictions, nbest, null_odds, metrics = self.postprocess(
         examples, features, self.raw_results(path), dataset)
     if self.chief:
-      out = self.flags.output_dir
+      out = self.settings.output_dir
       squad_postprocess.write_json(os.path.join(out, "predictions.json"), predictions)
       squad_postprocess.write_json(os.path.join(out, "nbest_predictions.json"), nbest)
       if null_odds is not None:
@@ -216,26 +224,73 @@ class SquadJob(FineTuningJob):
 
   @property
   def null_threshold_file(self):
-    return os.path.join(self.flags.output_dir, "null_score_diff_threshold.txt")
+    return os.path.join(self.settings.output_dir, "null_score_diff_threshold.txt")
 
   def null_threshold(self):
     """The null-score threshold for export: the best_f1 threshold found on the dev set (0.0 when
     no evaluation ran)."""
     path = self.null_threshold_file
-    if os.path.exists(path):
-      with open(path) as f:
-        return float(f.read())
-    return 0.0
+    return float(io.read_text(path)) if io.exists(path) else 0.0
 
+  def num_train_steps(self, num_examples):
+    """(training steps, warmup steps) as the original computes them; none at all is an error
+    (the run would end at once, having trained nothing)."""
+    s = self.settings
+    steps = int(num_examples / s.train.train_batch_size * s.num_train_epochs)
+    if steps < 1:
+      raise UsageError(f"{num_examples} training questions at --train_batch_size="
+                       f"{s.train.train_batch_size} for --num_train_epochs={s.num_train_epochs} "
+                       "make no training step: lower the batch size or raise the epochs")
+    return steps, int(steps * s.warmup_proportion)
 
-def num_train_steps(num_examples, flag_values):
-  """(training steps, warmup steps) as the original computes them; none at all is an error (the
-  run would end at once, having trained nothing)."""
-  f = flag_values
-  steps = int(num_examples / f.train_batch_size * f.num_train_epochs)
-  if steps < 1:
-    raise UsageError(f"{num_examples} training questions at --train_batch_size="
-                     f"{f.train_batch_size} for --num_train_epochs={f.num_train_epochs} make no "
-                     "training step: lower the batch size or raise the epochs")
-  return steps, int(steps * f.warmup_proportion)
+  # -- the flow ---------------------------------------------------------------------------------
+  def run(self, after_save=None):
+    """The original binary's flow: train (each checkpoint evaluated on predict_file), evaluate
+    the checkpoints not evaluated yet, write model.ckpt-best's predictions, export it."""
+    s = self.settings
+    # Both sets are read and checked (and the prediction features written) before the model is
+    # built: a malformed or empty predict_file fails now, not once training is over.
+    train_examples = self.train_examples() if s.do_train else None
+    steps, warmup = self.num_train_steps(len(train_examples)) if s.do_train else (0, 0)
+    self.claim_output_dir()
+    predict = None
+    if s.do_predict:
+      dataset = squad_data.load_squad_json(s.predict_file)
+      examples, features, predict_path = self.predict_features()
+      log(f"***** Running predictions *****\n  Num orig examples = {len(examples)}\n  Num "
+          f"split examples = {len(features)}\n  Batch size = {s.predict_batch_size}")
 
+      def predict():
+        return (self.predict_and_write(examples, features, predict_path, dataset)
+                or {self.key_metric: float("nan")})
+
+    self.build_with_steps(steps, warmup)
+    tracker = self.tracker(self.key_metric)
+    if s.do_train:
+      train_file = self.train_feature_file(train_examples)
+      log(f"***** Running training *****\n  Num orig examples = {len(train_examples)}\n  "
+          f"Batch size = {s.train.train_batch_size}\n  Num steps = {steps}")
+
+      def evaluate_then(step, path):
+        if predict:
+          self.record(tracker, step, predict())
+        if after_save is not None:
+          after_save(step, path)
+      self.train_on(train_file, lambda seed, ctx: self.dataset(
+          train_file, s.train.train_batch_size, True, seed, ctx), evaluate_then)
+    if predict:
+      self.evaluate_checkpoints(tracker, predict)
+    if predict or s.export_dir:
+      self.load_best()
+    # The prediction files are model.ckpt-best's, as the original leaves them: written again only
+    # when the last evaluation was not of the best checkpoint.
+    if predict and (tracker.best_step != tracker.last_step or not io.exists(
+        os.path.join(s.output_dir, "predictions.json"))):
+      result = predict()
+      log("***** Final Eval results *****")
+      for key in sorted(result):
+        log(f"  {key} = {result[key]}")
+    if s.export_dir and self.chief:
+      from albert_tf.export.squad import export_squad  # pylint: disable=import-outside-toplevel
+      log(f"Model exported to {export_squad(self)}.")
+    self.finish()

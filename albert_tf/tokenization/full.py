@@ -1,9 +1,8 @@
 """FullTokenizer: SentencePiece or WordPiece, with the original's behaviour under Python 3."""
 
-import os
-
 import sentencepiece as spm
 
+from albert_tf import io
 from albert_tf.tokenization.text import preprocess_text
 from albert_tf.tokenization.wordpiece import BasicTokenizer, WordpieceTokenizer, load_vocab
 
@@ -32,6 +31,22 @@ def encode_ids(sp_model, text, sample=False):
   return [sp_model.PieceToId(p) for p in encode_pieces(sp_model, text, sample)]
 
 
+def load_sentencepiece(spm_model_file):
+  """A SentencePieceProcessor of the model file. SentencePiece opens only local files: a path
+  with a scheme (gs://) is read through albert_tf.io and loaded from its bytes."""
+  processor = spm.SentencePieceProcessor()
+  if not io.is_remote(spm_model_file):
+    processor.Load(spm_model_file)
+    return processor
+  with io.open_binary(spm_model_file) as f:
+    proto = f.read()
+  try:
+    processor.LoadFromSerializedProto(proto)
+  except RuntimeError as e:  # its message does not name the file
+    raise RuntimeError(f"could not load the SentencePiece model {spm_model_file}: {e}") from e
+  return processor
+
+
 class FullTokenizer:
   """End-to-end tokenization as the original's FullTokenizer.
 
@@ -44,13 +59,12 @@ class FullTokenizer:
     self.do_lower_case = do_lower_case
     self.sp_model = None
     if spm_model_file:
-      if not os.path.exists(spm_model_file):
+      if not io.exists(spm_model_file):
         raise FileNotFoundError(f"SentencePiece model not found: {spm_model_file}")
-      self.sp_model = spm.SentencePieceProcessor()
-      self.sp_model.Load(spm_model_file)
+      self.sp_model = load_sentencepiece(spm_model_file)
       self.vocab = {self.sp_model.IdToPiece(i): i for i in range(self.sp_model.GetPieceSize())}
     else:
-      if not vocab_file or not os.path.exists(vocab_file):
+      if not vocab_file or not io.exists(vocab_file):
         raise FileNotFoundError(f"vocab file not found: {vocab_file!r} (and no spm_model_file)")
       self.vocab = load_vocab(vocab_file)
       self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)

@@ -11,6 +11,8 @@ digit-comma re-split uses \\p{Nd} where Python uses str.isdigit (which also acce
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from albert_tf import io
+
 # The characters Python's str.split() treats as whitespace.
 PY_WHITESPACE = ("[\\t\\n\\x0b\\x0c\\r\\x1c\\x1d\\x1e\\x1f \\x{85}\\x{a0}\\x{1680}"
                   "\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]+")
@@ -35,7 +37,7 @@ class InGraphTokenizer(tf.Module):
                name="in_graph_tokenizer"):
     super().__init__(name=name)
     if spm_model_proto is None:
-      with tf.io.gfile.GFile(spm_model_file, "rb") as f:
+      with io.open_binary(spm_model_file) as f:
         spm_model_proto = f.read()
     self.do_lower_case = do_lower_case
     self.sp = tf_text.SentencepieceTokenizer(model=spm_model_proto, out_type=tf.string)

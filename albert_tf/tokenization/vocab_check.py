@@ -5,19 +5,22 @@ train time (`indices[...] = 1200 is not in [0, 1000)`), on a GPU it silently rea
 tokenizer with fewer pieces than vocab_size is fine: released models pad their tables.
 """
 
+from albert_tf import io
+
 
 def spm_vocab_size(spm_model_file):
   """The number of pieces of a SentencePiece model."""
-  import sentencepiece as spm  # pylint: disable=import-outside-toplevel
-  processor = spm.SentencePieceProcessor()
-  processor.Load(spm_model_file)
-  return processor.GetPieceSize()
+  from albert_tf.tokenization.full import (  # pylint: disable=import-outside-toplevel
+      load_sentencepiece)
+  return load_sentencepiece(spm_model_file).GetPieceSize()
 
 
 def wordpiece_vocab_size(vocab_file):
   """The number of ids of a WordPiece vocab file: its line count (an id is a line number)."""
-  with open(vocab_file, "rb") as f:
-    return sum(1 for _ in f)
+  with io.open_binary(vocab_file) as f:
+    data = f.read()
+  # As iterating the file in binary mode counts: lines end at b"\n", a last one may lack it.
+  return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
 def check_vocab_fits(tokenizer_vocab_size, config_vocab_size, tokenizer_file, config_file=None):

@@ -2,6 +2,7 @@
 
 import unicodedata
 
+from albert_tf import io
 from albert_tf.tokenization.text import (convert_to_unicode, is_cjk, is_control, is_punctuation,
                                          is_whitespace)
 
@@ -9,7 +10,7 @@ from albert_tf.tokenization.text import (convert_to_unicode, is_cjk, is_control,
 def load_vocab(vocab_file):
   """token -> id, first whitespace-separated field of each line; a blank line is ' '."""
   vocab = {}
-  with open(vocab_file, encoding="utf-8", errors="ignore") as f:
+  with io.open_text(vocab_file, errors="ignore") as f:
     for line in f:
       token = line.strip().split()[0] if line.strip() else " "
       if token not in vocab:

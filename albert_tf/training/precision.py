@@ -3,13 +3,18 @@
 import keras
 import tensorflow as tf
 
-POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+from albert_tf.settings import PRECISION_POLICIES
 
 
 def set_policy(name):
-  if name not in POLICIES:
-    raise ValueError(f"unknown --mixed_precision {name!r}; choose one of {POLICIES}")
+  if name not in PRECISION_POLICIES:
+    raise ValueError(f"unknown --mixed_precision {name!r}; choose one of {PRECISION_POLICIES}")
   keras.mixed_precision.set_global_policy(name)
+
+
+def loss_scale_for(name):
+  """A DynamicLossScale for mixed_float16, else None (create inside strategy.scope())."""
+  return DynamicLossScale() if name == "mixed_float16" else None
 
 
 class DynamicLossScale(tf.Module):

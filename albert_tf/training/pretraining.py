@@ -1,13 +1,21 @@
-"""The pretraining objective (MLM + sentence order) on the shared training runner.
+"""Pretraining: the objective (MLM + sentence order) on the shared training runner, and the job
+behind run_pretraining.
 
 Losses are normalised over the whole global batch (every replica and micro-batch): the MLM loss is
 sum(w * nll) / (sum(w) + 1e-5) and the SOP loss the mean over all examples, so an update equals
 the original's single-device update on the same global batch, however it is split.
 """
 
+import os
+
 import tensorflow as tf
 
+from albert_tf.data.pipeline import DynamicMasking, check_record_lengths, pretraining_dataset
+from albert_tf.io import expand_input_patterns, write_text_atomically
+from albert_tf.models import AlbertPretrainer
 from albert_tf.models.losses import masked_lm_loss, sentence_order_loss
+from albert_tf.tokenization import FullTokenizer
+from albert_tf.training.job import Job, UsageError, log
 from albert_tf.training.runner import (  # noqa: F401  (the pretraining binary's names)
     NonFiniteLossError, Objective, Runner, TrainSettings, checkpoint_manager,
     install_sigterm_handler, restore_or_initialize, run_training)
@@ -62,3 +70,73 @@ class PretrainingObjective(Objective):
 class PretrainingRunner(Runner):
   def __init__(self, strategy, model, optimizer, settings, loss_scale=None):
     super().__init__(strategy, model, optimizer, settings, PretrainingObjective(), loss_scale)
+
+
+class PretrainingJob(Job):
+  """run_pretraining: masked LM and sentence order on create_pretraining_data's TFRecords.
+
+  Args:
+    settings: a PretrainingSettings.
+
+  Raises:
+    UsageError: neither do_train nor do_eval; records of another sequence length or prediction
+      count than the settings say; and Job's checks.
+  """
+
+  def __init__(self, settings):
+    if not settings.do_train and not settings.do_eval:
+      raise UsageError("At least one of `do_train` or `do_eval` must be True.")
+    super().__init__(settings)
+    self.input_files = expand_input_patterns(settings.input_file)
+    try:
+      # After the strategy (in Job): reading a record initialises TensorFlow's devices.
+      check_record_lengths(self.input_files[0], settings.model.max_seq_length,
+                           settings.max_predictions_per_seq)
+    except ValueError as e:
+      raise UsageError(str(e)) from None
+    log(f"input files {self.input_files}")
+    self.dynamic = self._dynamic_masking()
+
+  def _dynamic_masking(self):
+    s = self.settings
+    if not s.masked_lm_budget:
+      return None
+    ids = (2, 3, 4)  # [CLS], [SEP], [MASK] in ALBERT's SentencePiece models
+    if s.spm_model_file:
+      ids = FullTokenizer(spm_model_file=s.spm_model_file).convert_tokens_to_ids(
+          ["[CLS]", "[SEP]", "[MASK]"])
+    return DynamicMasking(cls_id=ids[0], sep_id=ids[1], mask_id=ids[2],
+                          vocab_size=self.config.vocab_size, masked_lm_prob=s.masked_lm_budget)
+
+  def make_model(self):
+    return AlbertPretrainer(self.config)
+
+  def objective(self):
+    return PretrainingObjective()
+
+  def dataset(self, is_training, batch_size, input_context, start_step=0):
+    s = self.settings
+    return pretraining_dataset(self.input_files, s.model.max_seq_length,
+                               s.max_predictions_per_seq, batch_size, is_training,
+                               input_context=input_context, dynamic=self.dynamic,
+                               seed=s.run.data_seed, start_step=start_step)
+
+  def run(self, after_save=None):
+    """Trains (resuming from output_dir), then evaluates into eval_results.txt."""
+    s = self.settings
+    self.claim_output_dir()
+    self.build()
+    if s.do_train:
+      self.train(lambda ctx, step: self.dataset(True, s.train.train_batch_size, ctx, step),
+                 self.input_files, after_save)
+    if s.do_eval:
+      data = iter(self.strategy.distribute_datasets_from_function(
+          lambda ctx: self.dataset(False, s.eval_batch_size, ctx)))
+      result = self.runner.evaluate(data, s.max_eval_steps)
+      log("***** Eval results *****")
+      if self.chief:
+        write_text_atomically(os.path.join(s.output_dir, "eval_results.txt"),
+                              "".join(f"{key} = {result[key]}\n" for key in sorted(result)))
+      for key in sorted(result):
+        log(f"  {key} = {result[key]}")
+    self.finish()

@@ -8,7 +8,6 @@ single-device update on the same global batch however it is split over replicas 
 micro-batches.
 """
 
-import dataclasses
 import math
 import os
 import signal
@@ -16,28 +15,14 @@ import time
 
 import tensorflow as tf
 
+from albert_tf import io
 from albert_tf.checkpoints import load_checkpoint
-from albert_tf.checkpoints.layout import model_parts
+from albert_tf.checkpoints.layout import model_parts, original_variable_map
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
+from albert_tf.settings import TrainSettings  # noqa: F401  (the Runner's settings)
 from albert_tf.training import summaries
-from albert_tf.training.step import build_optimizer_for
 
 SUM = tf.distribute.ReduceOp.SUM
-
-
-@dataclasses.dataclass
-class TrainSettings:
-  learning_rate: float = 0.00176
-  num_train_steps: int = 125000
-  num_warmup_steps: int = 3125
-  start_warmup_step: int = 0
-  poly_power: float = 1.0
-  gradient_accumulation_steps: int = 1
-  iterations_per_loop: int = 1000
-  save_checkpoints_steps: int = 5000
-  keep_checkpoint_max: int = 5
-  jit_compile: bool = False
-  clip_norm: float = 1.0
 
 
 class Objective:
@@ -62,6 +47,14 @@ class Objective:
 
   def metrics(self, sums):
     raise NotImplementedError
+
+
+def build_optimizer_for(model, optimizer):
+  """Creates the optimizer's slots for the model's trainable variables, naming each variable by
+  its original TF1 name so that the decay / adaptation exclusions match the original's."""
+  names = {id(v): n for n, v in original_variable_map(model).items()}
+  optimizer.build(model.trainable_variables, names)
+  return optimizer
 
 
 class NonFiniteLossError(RuntimeError):
@@ -200,17 +193,17 @@ def remove_partial_checkpoints(directory, log):
   """Deletes the `model.ckpt-<step>_temp/` folders a run killed while saving leaves behind (TF
   writes a checkpoint's shards there, then merges them under the final name). Call only while
   holding the output_dir's lock: a live run's save looks the same."""
-  for path in tf.io.gfile.glob(os.path.join(directory, "model.ckpt-*_temp")):
-    if tf.io.gfile.isdir(path):
+  for path in io.glob_files(os.path.join(directory, "model.ckpt-*_temp")):
+    if io.isdir(path):
       log(f"removing {path}, a checkpoint left unfinished by an interrupted run")
-      tf.io.gfile.rmtree(path)
+      io.rmtree(path)
 
 
 def checkpoint_manager(checkpoint, directory, keep_checkpoint_max, log):
   """Saves as <directory>/model.ckpt-<step>, the original's names. keep_checkpoint_max 0 or
   None keeps every checkpoint (as the original's fine-tuning binaries do). First removes what an
   interrupted save left in `directory` (see remove_partial_checkpoints), logging it."""
-  if tf.io.gfile.isdir(directory):
+  if io.isdir(directory):
     remove_partial_checkpoints(directory, log)
   return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep_checkpoint_max or None,
                                     checkpoint_name="model.ckpt", step_counter=None)
@@ -221,7 +214,7 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, log,
   """Resumes from the latest checkpoint in output_dir (model, optimizer, step); else loads the
   model weights of init_checkpoint (released layout or ours); else keeps the fresh weights.
   Returns the checkpoint path used, or None."""
-  latest = tf.train.latest_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+  latest = tf.train.latest_checkpoint(output_dir) if io.isdir(output_dir) else None
   if latest:
     try:
       # Checks the model's variables against the checkpoint's first: restoring the whole
@@ -267,7 +260,6 @@ def run_training(runner, make_iterator, manager, settings, log, summary_writer=N
   iterator = make_iterator(step)
   total = settings.num_train_steps
   start_time, start_step = time.time(), step
-  pause = float(os.environ.get("ALBERT_TF_TEST_PAUSE_AFTER_SAVE", "0"))
   while step < total:
     next_save = (step // settings.save_checkpoints_steps + 1) * settings.save_checkpoints_steps
     n = min(settings.iterations_per_loop, next_save - step, total - step)
@@ -296,8 +288,6 @@ def run_training(runner, make_iterator, manager, settings, log, summary_writer=N
       log(f"saved checkpoint {path}")
       if after_save is not None:
         after_save(step, path)
-      if pause:
-        time.sleep(pause)
   return step
 
 

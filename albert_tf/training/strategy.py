@@ -5,7 +5,7 @@ import os
 
 import tensorflow as tf
 
-STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+from albert_tf.settings import STRATEGIES
 
 
 def resolve_strategy_name(name, use_tpu=False):

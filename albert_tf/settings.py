@@ -1,0 +1,211 @@
+"""Typed settings of the jobs: each binary builds them once from its flags (the original's names,
+see albert_tf.common_flags), and the jobs read nothing else. Library code never reads absl FLAGS,
+so a job is built in a test, or from Python, from settings alone:
+
+  >>> from albert_tf import settings
+  >>> train = settings.TrainSettings(learning_rate=1e-3, num_train_steps=10)
+  >>> train.num_train_steps, train.save_checkpoints_steps
+  (10, 5000)
+
+This module imports no TensorFlow: the binaries define their flags from it and answer --help
+without loading TensorFlow.
+"""
+
+import dataclasses
+from typing import Optional
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass(kw_only=True)
+class RunSettings:
+  """Where and how a job runs.
+
+  Args:
+    strategy: one of STRATEGIES (auto: tpu with use_tpu, mirrored with several GPUs, else one
+      device).
+    use_tpu, tpu_name, tpu_zone, gcp_project, master: the TPU address, as the original's flags.
+    cpu_devices: > 1 splits the CPU into that many logical devices (mirrored without GPUs).
+    mixed_precision: one of PRECISION_POLICIES.
+    random_seed: seed of the weight initialisation and dropout (None: unseeded).
+    data_seed: seed of the training input order (None: a new order every run).
+  """
+  strategy: str = "auto"
+  use_tpu: bool = False
+  tpu_name: Optional[str] = None
+  tpu_zone: Optional[str] = None
+  gcp_project: Optional[str] = None
+  master: Optional[str] = None
+  cpu_devices: int = 0
+  mixed_precision: str = "float32"
+  random_seed: Optional[int] = None
+  data_seed: Optional[int] = None
+
+
+@dataclasses.dataclass(kw_only=True)
+class TrainSettings:
+  """The optimisation and the training loop.
+
+  Args:
+    optimizer: "lamb" or "adamw".
+    learning_rate, num_train_steps, num_warmup_steps, start_warmup_step, poly_power: the
+      original's schedule (linear warmup, then polynomial decay to 0 at num_train_steps).
+    train_batch_size: the global batch (all replicas and micro-batches together).
+    gradient_accumulation_steps: micro-batches per replica batch (the same update, less memory).
+    iterations_per_loop: updates per compiled call.
+    save_checkpoints_steps, keep_checkpoint_max: checkpointing (keep 0: every checkpoint).
+    jit_compile: compile the step with XLA.
+    clip_norm: the global-norm gradient clip (1.0, as the original).
+  """
+  optimizer: str = "lamb"
+  learning_rate: float = 0.00176
+  num_train_steps: int = 125000
+  num_warmup_steps: int = 3125
+  start_warmup_step: int = 0
+  poly_power: float = 1.0
+  train_batch_size: int = 4096
+  gradient_accumulation_steps: int = 1
+  iterations_per_loop: int = 1000
+  save_checkpoints_steps: int = 5000
+  keep_checkpoint_max: int = 5
+  jit_compile: bool = False
+  clip_norm: float = 1.0
+
+
+@dataclasses.dataclass(kw_only=True)
+class ModelSettings:
+  """The model and where its weights come from.
+
+  Args:
+    albert_config_file: the albert_config.json.
+    init_checkpoint: weights to start from (released layout or ours; a prefix or a directory).
+    init_from_group0: initialise every layer group from group 0 of init_checkpoint.
+    max_seq_length: the sequence length of the inputs (at most max_position_embeddings).
+  """
+  albert_config_file: str
+  init_checkpoint: Optional[str] = None
+  init_from_group0: bool = False
+  max_seq_length: int = 512
+
+
+@dataclasses.dataclass(kw_only=True)
+class TokenizerSettings:
+  """SentencePiece (spm_model_file) or WordPiece (vocab_file) tokenization."""
+  spm_model_file: Optional[str] = None
+  vocab_file: Optional[str] = None
+  do_lower_case: bool = True
+
+
+@dataclasses.dataclass(kw_only=True)
+class JobSettings:
+  """What every job has: its output_dir and the settings above."""
+  output_dir: str
+  model: ModelSettings
+  run: RunSettings = dataclasses.field(default_factory=RunSettings)
+  train: TrainSettings = dataclasses.field(default_factory=TrainSettings)
+
+
+@dataclasses.dataclass(kw_only=True)
+class PretrainingSettings(JobSettings):
+  """run_pretraining: masked LM + sentence order on TFRecords of create_pretraining_data.
+
+  Args:
+    input_file: comma-separated files or globs.
+    max_predictions_per_seq: masked positions per sequence (as the data was generated).
+    do_train, do_eval, eval_batch_size, max_eval_steps: as the original's flags.
+    masked_lm_budget: > 0 draws fresh masks every epoch with this masking probability.
+    spm_model_file: with masked_lm_budget, where the ids of [CLS], [SEP], [MASK] come from.
+  """
+  input_file: str
+  max_predictions_per_seq: int = 20
+  do_train: bool = True
+  do_eval: bool = False
+  eval_batch_size: int = 64
+  max_eval_steps: int = 100
+  masked_lm_budget: float = 0.0
+  spm_model_file: Optional[str] = None
+
+
+@dataclasses.dataclass(kw_only=True)
+class FineTuningSettings(JobSettings):
+  """What the fine-tuning jobs share.
+
+  Args:
+    tokenizer: the tokenizer the model was pretrained with.
+    do_train, do_eval, do_predict: as the original's flags.
+    eval_batch_size, predict_batch_size: global batch sizes.
+    dynamic_length: batches cut to their longest real sequence (the same results, faster).
+    export_dir: where to write a SavedModel of model.ckpt-best (None: no export).
+  """
+  tokenizer: TokenizerSettings = dataclasses.field(default_factory=TokenizerSettings)
+  do_train: bool = False
+  do_eval: bool = False
+  do_predict: bool = False
+  eval_batch_size: int = 8
+  predict_batch_size: int = 8
+  dynamic_length: bool = True
+  export_dir: Optional[str] = None
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClassifierSettings(FineTuningSettings):
+  """run_classifier: a GLUE task (task_name) read from data_dir; features cached in cached_dir
+  (default: output_dir)."""
+  task_name: str
+  data_dir: str
+  cached_dir: Optional[str] = None
+  threshold_to_export: float = float("nan")
+  classifier_dropout: float = 0.1
+
+
+@dataclasses.dataclass(kw_only=True)
+class RaceSettings(ClassifierSettings):
+  """run_race: RACE/{train,dev,test}/{middle,high} under data_dir; feature files train_file,
+  eval_file, predict_file (default: race_<split>.tf_record in output_dir)."""
+  task_name: str = "race"
+  train_file: Optional[str] = None
+  eval_file: Optional[str] = None
+  predict_file: Optional[str] = None
+  max_qa_length: int = 128
+  high_only: bool = False
+  middle_only: bool = False
+  dropout_prob: float = 0.1
+
+
+@dataclasses.dataclass(kw_only=True)
+class SquadSettings(FineTuningSettings):
+  """run_squad_v1 / run_squad_v2 (v2=True), with the original's flags; the number of training
+  steps comes from num_train_epochs."""
+  v2: bool = False
+  train_file: Optional[str] = None
+  predict_file: Optional[str] = None
+  train_feature_file: Optional[str] = None
+  predict_feature_file: Optional[str] = None
+  predict_feature_left_file: Optional[str] = None
+  doc_stride: int = 128
+  max_query_length: int = 64
+  num_train_epochs: float = 3.0
+  warmup_proportion: float = 0.1
+  n_best_size: int = 20
+  max_answer_length: int = 30
+  start_n_top: int = 5
+  end_n_top: int = 5
+  dropout_prob: float = 0.1
+
+
+def from_values(cls, values, **given):
+  """A settings dataclass `cls` whose fields are taken from `values` (absl FLAGS or any object
+  with attributes of the same names), nested settings included; `given` overrides fields.
+
+  A field with no attribute of its name in `values` keeps its default.
+  """
+  kwargs = {}
+  for field in dataclasses.fields(cls):
+    if field.name in given:
+      kwargs[field.name] = given[field.name]
+    elif dataclasses.is_dataclass(field.type):
+      kwargs[field.name] = from_values(field.type, values)
+    elif hasattr(values, field.name):
+      kwargs[field.name] = getattr(values, field.name)
+  return cls(**kwargs)

@@ -1,0 +1,185 @@
+"""Quiet TensorFlow start-up for the binaries: no C++ notices that read like errors.
+
+On a CPU machine `import tensorflow` (TF 2.21) prints, before any of our output:
+
+  WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+  I0000 ... port.cc:153] oneDNN custom operations are on. ...
+  I0000 ... cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used.
+  I0000 ... cpu_feature_guard.cc:227] This TensorFlow binary is optimized to use ...
+  To enable the following instructions: AVX2 AVX512F ..., rebuild TensorFlow with ...
+  E0000 ... cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: ... (303)
+
+(the first three twice: the profiler plugin links its own copy of the logging code). What each
+depends on, measured on TF 2.21:
+- TF_CPP_MIN_LOG_LEVEL=1 hides the INFO lines TensorFlow logs once its logging has read the
+  variable (cpu_feature_guard), keeping warnings and errors; 3 would hide errors too.
+- The oneDNN and cudart_stub lines are INFO lines logged by static initializers while the
+  shared libraries load, before TensorFlow applies TF_CPP_MIN_LOG_LEVEL: no value hides them
+  (not even 3). Only TF_ENABLE_ONEDNN_OPTS=0 drops the oneDNN line, by turning oneDNN off, which
+  changes speed and numerics: not ours to change. The absl WARNING line is printed with the first
+  of these early messages, so it goes with them.
+- The cuInit error comes with the first device listing (the first op), in every process of a
+  GPU build where no NVIDIA driver is loaded (TF's stub then cannot load libcuda: error 303);
+  CUDA_VISIBLE_DEVICES does not avoid it. Where a driver is loaded a failed cuInit is a real
+  error, so it is only hidden where there is none.
+
+So quiet_tensorflow_startup() sets TF_CPP_MIN_LOG_LEVEL=1 unless the user set it, and applies
+that level to the lines logged before TensorFlow reads it: the import of TensorFlow (and, with
+no NVIDIA driver, its first device listing) writes stderr to a temporary file, and every line
+but those INFO lines, the absl line and (no driver) the cuInit error is then written to stderr.
+Real warnings and errors, C++ or Python, during the import or after, are kept.
+
+TensorFlow is not imported here: create_pretraining_data runs without it and imports it only for
+remote paths. The binaries call this first thing in main(); importing albert_tf does not.
+"""
+
+import contextlib
+import importlib.abc
+import os
+import re
+import subprocess
+import sys
+
+_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
+
+# absl's prefix: severity letter, MMDD, time (before absl's initialisation: 0000 00:00:<epoch>),
+# thread id, file:line].
+_PREFIX = rb"\d{4} [\d:.]+ +\d+ "
+_INFO_LINE = re.compile(rb"^I" + _PREFIX + rb"[\w.-]+:\d+\] ")
+_ABSL_PRE_INIT_LINE = re.compile(
+    rb"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$")
+_CUINIT_ERROR_LINE = re.compile(
+    rb"^E" + _PREFIX + rb"cuda_platform\.cc:\d+\] failed call to cuInit: ")
+
+
+def nvidia_driver_loaded():
+  """Whether this machine has an NVIDIA driver, so that a failed cuInit is a real error.
+
+  /proc/driver/nvidia is the Linux kernel module's (also inside containers); WSL2 has no such
+  entry but gives its GPUs through /dev/dxg.
+  """
+  return os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/dxg")
+
+
+def _min_log_level():
+  try:
+    return int(os.environ.get(_LEVEL_VARIABLE, "0"))
+  except ValueError:
+    return 0  # as TensorFlow reads a value that is not a number
+
+
+def noise_pattern(no_driver):
+  """The lines to hide at the current TF_CPP_MIN_LOG_LEVEL (a bytes regex), or None for none."""
+  if _min_log_level() < 1:
+    return None  # the user asked for TensorFlow's INFO lines: show everything
+  return b"|".join([_INFO_LINE.pattern, _ABSL_PRE_INIT_LINE.pattern] +
+                   ([_CUINIT_ERROR_LINE.pattern] if no_driver else []))
+
+
+# The filter process: copies stdin to stdout line by line, less the lines matching argv[1].
+# Ctrl-C stops the binary, not the copy of what it printed; it ends when the binary's writes end.
+_FILTER = """
+import os, re, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+noise = re.compile(os.fsencode(sys.argv[1]))
+for line in sys.stdin.buffer:
+  if not noise.match(line.rstrip(b"\\r\\n")):
+    os.write(1, line)
+"""
+
+
+def _flush_python_stderr():
+  if sys.stderr is not None:  # None under pythonw
+    sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def _stderr_without(pattern):
+  """Sends file descriptor 2 (C++ and Python alike) through a filter process dropping the lines
+  that match `pattern`, then restores it.
+
+  A process, not a thread or a file: what TensorFlow prints before it aborts the import (a
+  failed CHECK) still reaches stderr, and nothing else runs in this process meanwhile.
+  """
+  if pattern is None:
+    yield
+    return
+  _flush_python_stderr()
+  try:
+    saved = os.dup(2)
+  except OSError:  # no stderr (a daemon's closed descriptor): nothing to quiet
+    yield
+    return
+  try:
+    child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _FILTER, os.fsdecode(pattern)],
+                             stdin=subprocess.PIPE, stdout=saved)
+  except OSError:
+    os.close(saved)
+    yield
+    return
+  os.dup2(child.stdin.fileno(), 2)
+  try:
+    yield
+  finally:
+    _flush_python_stderr()
+    os.dup2(saved, 2)
+    os.close(saved)
+    child.stdin.close()
+    child.wait()  # what the import printed comes before what follows it
+
+
+class _QuietLoader(importlib.abc.Loader):
+  """Runs the real loader of the `tensorflow` package with the noise filtered out of stderr."""
+
+  def __init__(self, loader):
+    self._loader = loader
+
+  def create_module(self, spec):
+    return self._loader.create_module(spec)
+
+  def exec_module(self, module):
+    no_driver = not nvidia_driver_loaded()
+    try:
+      with _stderr_without(noise_pattern(no_driver)):
+        self._loader.exec_module(module)
+        if no_driver:
+          # The cuInit error comes with the first device listing, which the first op would do
+          # anyway; listing physical devices leaves device and thread settings open.
+          module.config.list_physical_devices("GPU")
+    finally:
+      module.__loader__ = module.__spec__.loader = self._loader
+
+  def __getattr__(self, name):
+    # get_data, is_package, get_resource_reader...: the real loader's.
+    return getattr(self._loader, name)
+
+
+class _QuietTensorFlowFinder(importlib.abc.MetaPathFinder):
+  """Finds `tensorflow` as the other finders do, with _QuietLoader around its loader; once."""
+
+  def find_spec(self, fullname, path=None, target=None):
+    if fullname != "tensorflow":
+      return None
+    sys.meta_path.remove(self)
+    for finder in sys.meta_path:
+      spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
+      if spec is not None:
+        if spec.loader is not None:
+          spec.loader = _QuietLoader(spec.loader)
+        return spec
+    return None
+
+
+def quiet_tensorflow_startup():
+  """Hides TensorFlow's start-up notices (see the module docstring), keeping real warnings.
+
+  Call first thing in a binary's main(), before TensorFlow is imported. Sets
+  TF_CPP_MIN_LOG_LEVEL=1 (INFO hidden, warnings and errors shown) unless the environment already
+  sets it; with TF_CPP_MIN_LOG_LEVEL=0 nothing is hidden. Does nothing once TensorFlow is
+  imported (the notices are out by then, and TensorFlow has read its log level).
+  """
+  if "tensorflow" in sys.modules:
+    return
+  os.environ.setdefault(_LEVEL_VARIABLE, "1")
+  if not any(isinstance(finder, _QuietTensorFlowFinder) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _QuietTensorFlowFinder())

@@ -1,0 +1,163 @@
+"""The one job skeleton behind every training binary (run_pretraining, run_classifier, run_race,
+run_squad_v1, run_squad_v2): settings -> config and strategy -> claim of output_dir (lock, no
+results without a model) -> model, optimizer, Runner and checkpoints (resume, or init) ->
+training input built once -> training with summaries and an after-save hook -> finish.
+
+Subclasses give the model (make_model), what is trained (objective) and the flow (run); each check
+of the settings is here once: max_seq_length against max_position_embeddings, the batch split over
+replicas, corrupt TFRecords, the output_dir lock.
+"""
+
+import os
+import sys
+
+import tensorflow as tf
+
+from albert_tf import io
+from albert_tf.config import AlbertConfig
+from albert_tf.optimization import create_optimizer
+from albert_tf.training import precision
+from albert_tf.training import runner as runners
+from albert_tf.training import strategy as strategies
+from albert_tf.training.lock import OutputDirLock
+
+
+class UsageError(ValueError):
+  """Settings that cannot work together (the binaries report it as a flag error)."""
+
+
+def log(message):
+  print(message, file=sys.stderr, flush=True)
+
+
+def create_strategy(run, train):
+  """The precision policy, the seed and the tf.distribute strategy of RunSettings `run`; checks
+  that train.train_batch_size splits over replicas x accumulation steps."""
+  precision.set_policy(run.mixed_precision)
+  if run.random_seed is not None:
+    import keras  # pylint: disable=import-outside-toplevel
+    keras.utils.set_random_seed(run.random_seed)
+  strategy = strategies.create_strategy(run.strategy, run.use_tpu, run.tpu_name, run.tpu_zone,
+                                        run.gcp_project, run.master, run.cpu_devices)
+  split = strategy.num_replicas_in_sync * train.gradient_accumulation_steps
+  if train.train_batch_size % split:
+    raise UsageError(
+        f"--train_batch_size={train.train_batch_size} must be divisible by replicas "
+        f"({strategy.num_replicas_in_sync}) x --gradient_accumulation_steps "
+        f"({train.gradient_accumulation_steps})")
+  return strategy
+
+
+class Job:
+  """Settings in, one run out.
+
+  Args:
+    settings: a JobSettings (PretrainingSettings, ClassifierSettings, ...).
+
+  Raises:
+    UsageError: settings that cannot work (e.g. max_seq_length above max_position_embeddings).
+  """
+
+  def __init__(self, settings):
+    self.settings = settings
+    model = settings.model
+    self.config = AlbertConfig.from_json_file(model.albert_config_file)
+    if model.max_seq_length > self.config.max_position_embeddings:
+      raise UsageError(
+          f"--max_seq_length={model.max_seq_length}: cannot use sequence length "
+          f"{model.max_seq_length} because the ALBERT model was only trained up to sequence "
+          f"length {self.config.max_position_embeddings} (max_position_embeddings in "
+          f"{model.albert_config_file})")
+    self.strategy = create_strategy(settings.run, settings.train)
+    self.chief = strategies.is_chief(self.strategy)
+    self.model_dir = strategies.worker_dir(self.strategy, settings.output_dir)
+    self._lock = None
+    log(f"strategy {strategies.describe(self.strategy)} with "
+        f"{self.strategy.num_replicas_in_sync} replicas")
+
+  # -- what subclasses give ---------------------------------------------------------------------
+  def make_model(self):
+    """The keras.Model to train (called inside the strategy's scope)."""
+    raise NotImplementedError
+
+  def objective(self):
+    """The runner's Objective (see albert_tf.training.runner)."""
+    raise NotImplementedError
+
+  def needs_trained_model(self):
+    """True when the run only evaluates, predicts or exports: it then needs a checkpoint in
+    output_dir or an init_checkpoint."""
+    return False
+
+  def run(self, after_save=None):
+    """The binary's flow. after_save(step, path) runs after each checkpoint."""
+    raise NotImplementedError
+
+  # -- the skeleton -----------------------------------------------------------------------------
+  def claim_output_dir(self):
+    """Call once the inputs are checked, before anything is written: refuses to go on without
+    a model when one is needed, creates output_dir and takes its lock (chief)."""
+    output_dir = self.settings.output_dir
+    if self.needs_trained_model() and not self.settings.model.init_checkpoint and not (
+        io.isdir(output_dir) and (tf.train.latest_checkpoint(output_dir)
+                                  or io.exists(os.path.join(output_dir, "model.ckpt-best.index")))):
+      raise UsageError(
+          f"nothing to evaluate, predict or export: --output_dir={output_dir} holds no "
+          "checkpoint (model.ckpt-<step> or model.ckpt-best) and --init_checkpoint is not set. "
+          "Train first (--do_train), or point --output_dir or --init_checkpoint at a "
+          "fine-tuned model")
+    io.makedirs(output_dir)
+    if self.chief:
+      self._lock = OutputDirLock(output_dir, log).acquire()
+
+  def build(self, train=None):
+    """The model, optimizer, Runner and checkpoint manager; resumes from output_dir, else loads
+    init_checkpoint. `train` replaces settings.train (e.g. steps counted from the data)."""
+    train = train or self.settings.train
+    self.train_settings = train
+    with self.strategy.scope():
+      self.model = self.make_model()
+      optimizer = create_optimizer(train.optimizer)
+      loss_scale = precision.loss_scale_for(self.settings.run.mixed_precision)
+    self.runner = runners.Runner(self.strategy, self.model, optimizer, train, self.objective(),
+                                 loss_scale)
+    self.checkpoint = self.runner.checkpoint()
+    self.manager = runners.checkpoint_manager(self.checkpoint, self.model_dir,
+                                              train.keep_checkpoint_max, log)
+    model = self.settings.model
+    runners.restore_or_initialize(self.checkpoint, self.model, self.settings.output_dir,
+                                  model.init_checkpoint, log, model.init_from_group0)
+
+  def train(self, make_dataset, inputs, after_save=None):
+    """Trains to num_train_steps.
+
+    Args:
+      make_dataset: (input_context, start_step) -> this input pipeline's dataset of per-replica
+        batches from the step the run starts (or resumes) at; built once per run.
+      inputs: the files it reads (named when one is corrupt).
+      after_save: (step, checkpoint path) -> None, after each checkpoint.
+    """
+    def iterator(step):
+      return iter(self.strategy.distribute_datasets_from_function(
+          lambda ctx: make_dataset(ctx, step)))
+
+    writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
+              if self.chief else None)
+    runners.install_sigterm_handler(log)
+    try:
+      runners.run_training(self.runner, iterator, self.manager, self.train_settings, log, writer,
+                           examples_per_step=self.train_settings.train_batch_size,
+                           after_save=after_save)
+    except tf.errors.DataLossError as e:
+      raise RuntimeError(
+          f"corrupt TFRecord data in {inputs} ({e.message}); regenerate the file (a cached "
+          f"feature file: delete it). The last checkpoint is {self.manager.latest_checkpoint}"
+      ) from e
+
+  def finish(self):
+    """Releases output_dir; a non-chief worker removes its scratch checkpoints."""
+    if not self.chief and io.isdir(self.model_dir):
+      io.rmtree(self.model_dir)
+    if self._lock is not None:
+      self._lock.release()
+
