@@ -1,12 +1,15 @@
 """albert_tf: ALBERT (Lan et al., 2020) in TensorFlow 2 / Keras 3, faithful to the original.
 
 The model names are imported on first use, so that the data tools (tokenization,
-create_pretraining_data) run without loading TensorFlow. Importing albert_tf changes nothing
+create_pretraining_data) run without loading TensorFlow; they are imported with Keras, so that
+keras.models.load_model reads our `.keras` files after `import albert_tf` (keras_registration). Importing albert_tf changes nothing
 else either (the environment included): quieting TensorFlow's start-up is the binaries' choice,
 albert_tf.startup.quiet_tensorflow_startup().
 """
 
 import importlib as _importlib
+
+from albert_tf import keras_registration as _keras_registration
 
 _LAZY = {
     "AlbertClassifier": "albert_tf.models",
@@ -22,6 +25,8 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
+
+_keras_registration.register_with_keras()
 
 
 def __getattr__(name):

@@ -6,6 +6,7 @@ settings once (albert_tf.settings.from_values) and hands them to its job.
 
 from absl import flags
 
+from albert_tf import settings
 from albert_tf.settings import PRECISION_POLICIES, STRATEGIES
 
 
@@ -86,7 +87,15 @@ def define_finetuning_flags(max_seq_length, learning_rate, train_batch_size=32,
   flags.FLAGS.set_default("save_checkpoints_steps", save_checkpoints_steps)
 
 
-def run_job(job_module, job_class, settings):
+def classifier_settings(settings_class, values):
+  """ClassifierSettings or RaceSettings from the flags `values`: their schedule is the original's
+  --train_step and --warmup_step."""
+  return settings.from_values(settings_class, values, train=settings.from_values(
+      settings.TrainSettings, values, num_train_steps=values.train_step,
+      num_warmup_steps=values.warmup_step))
+
+
+def run_job(job_module, job_class, job_settings):
   """What a training binary's main() does: builds `job_class` (a name in module `job_module`,
   imported only now, so that --help does not load TensorFlow) from settings and runs it.
   Settings that cannot work end as a flag error."""
@@ -98,6 +107,6 @@ def run_job(job_module, job_class, settings):
   from albert_tf.training.job import UsageError
   # pylint: enable=import-outside-toplevel
   try:
-    getattr(importlib.import_module(job_module), job_class)(settings).run()
+    getattr(importlib.import_module(job_module), job_class)(job_settings).run()
   except UsageError as e:
     raise app.UsageError(str(e)) from None

@@ -16,6 +16,8 @@ leaves neither a temporary nor a partial output.
 
 from absl import app, flags
 
+from albert_tf.startup import quiet_tensorflow_startup
+
 from albert_tf.io import expand_input_patterns
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_data import (GenerationSettings, Progress, check_output_files,
@@ -78,6 +80,7 @@ def settings_from_flags():
 
 def main(argv):
   del argv
+  quiet_tensorflow_startup()  # before anything imports TensorFlow
   settings = settings_from_flags()
   try:
     check_settings(settings)

@@ -11,6 +11,8 @@ import os
 
 from absl import app, flags
 
+from albert_tf.startup import quiet_tensorflow_startup
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_directory", None,
                     "A directory with albert_config.json and the checkpoint (the original's "
@@ -27,6 +29,7 @@ flags.DEFINE_string("export_path", None, "The directory to write.")
 
 def main(argv):
   del argv
+  quiet_tensorflow_startup()  # before anything imports TensorFlow
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   from albert_tf.export.released import export_released_layout  # pylint: disable=import-outside-toplevel
   if FLAGS.albert_directory:

@@ -9,6 +9,8 @@ Writes <export_dir>/<version>/ atomically; see albert_tf.export.saved_model for 
 
 from absl import app, flags
 
+from albert_tf.startup import quiet_tensorflow_startup
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None, "The model's albert_config.json.")
 flags.DEFINE_string("init_checkpoint", None,
@@ -22,6 +24,7 @@ flags.DEFINE_integer("version", 1, "Version folder to write under export_dir.")
 
 def main(argv):
   del argv
+  quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import load_checkpoint
   from albert_tf.config import AlbertConfig

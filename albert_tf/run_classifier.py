@@ -50,10 +50,8 @@ common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=5e-5)
 
 def main(argv):
   del argv
-  common_flags.run_job("albert_tf.finetuning.classifier_job", "ClassifierJob", settings.from_values(
-      settings.ClassifierSettings, FLAGS, train=settings.from_values(
-          settings.TrainSettings, FLAGS, num_train_steps=FLAGS.train_step,
-          num_warmup_steps=FLAGS.warmup_step)))
+  common_flags.run_job("albert_tf.finetuning.classifier_job", "ClassifierJob",
+                       common_flags.classifier_settings(settings.ClassifierSettings, FLAGS))
 
 
 if __name__ == "__main__":

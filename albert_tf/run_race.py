@@ -46,10 +46,8 @@ common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=1e-5,
 
 def main(argv):
   del argv
-  common_flags.run_job("albert_tf.finetuning.race_job", "RaceJob", settings.from_values(
-      settings.RaceSettings, FLAGS, train=settings.from_values(
-          settings.TrainSettings, FLAGS, num_train_steps=FLAGS.train_step,
-          num_warmup_steps=FLAGS.warmup_step)))
+  common_flags.run_job("albert_tf.finetuning.race_job", "RaceJob",
+                       common_flags.classifier_settings(settings.RaceSettings, FLAGS))
 
 
 if __name__ == "__main__":

@@ -98,14 +98,12 @@ def test_save_and_load_in_a_fresh_process_gives_identical_outputs(tmp_path):
     np.savez(tmp_path / f"{name}_inputs.npz", **_inputs(name))
     expected[name] = _flat(model(_inputs(name)))
 
-  # Only `import albert_tf.models` (what any use of albert_tf.AlbertModel does) before loading:
-  # it registers the classes with Keras.
+  # Only `import albert_tf` before loading, and before Keras is even imported.
   script = textwrap.dedent("""
       import sys
+      import albert_tf
       import numpy as np
       import keras
-      import albert_tf
-      import albert_tf.models
 
       directory, names = sys.argv[1], sys.argv[2:]
       for name in names:
@@ -284,3 +282,20 @@ def test_each_model_names_all_its_variables(name):
 def test_a_model_without_a_layout_is_refused():
   with pytest.raises(TypeError, match="no checkpoint layout is known for Sequential"):
     layout.original_variable_map(keras.Sequential())
+
+
+def test_every_registered_class_has_a_stand_in_before_the_models_are_imported():
+  import keras  # pylint: disable=import-outside-toplevel
+  from albert_tf import keras_registration  # pylint: disable=import-outside-toplevel
+  registered = sorted(name.split(">", 1)[1] for name, value in
+                      keras.saving.get_custom_objects().items()
+                      if name.startswith("albert_tf>") and isinstance(value, type))
+  assert registered == sorted(keras_registration.REGISTERED)
+
+
+def test_import_albert_tf_loads_no_tensorflow_until_keras_is_used():
+  script = ("import sys, albert_tf, albert_tf.data.pretraining_data; "
+            "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules")
+  result = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=120)
+  assert result.returncode == 0, result.stderr[-2000:]

@@ -15,12 +15,11 @@ import math
 
 import tensorflow as tf
 
-from albert_tf.export.saved_model import TextServingModule, ids_spec
-from albert_tf.export.serving_inputs import check_texts
+from albert_tf.export.saved_model import TokensServingModule
 from albert_tf.models.losses import classification_losses
 
 
-class ClassifierServingModule(TextServingModule):
+class ClassifierServingModule(TokensServingModule):
   """Wraps an AlbertClassifier, its label names and the in-graph tokenizer for export."""
 
   def __init__(self, classifier, spm_model_file, label_list, pair, do_lower_case=True,
@@ -41,7 +40,7 @@ class ClassifierServingModule(TextServingModule):
       self.serve_text = tf.function(
           self._serve_single, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
-  def _outputs(self, features):
+  def outputs(self, features):
     logits = self.classifier(features, training=False)["logits"]
     labels = tf.zeros(tf.shape(logits)[:1], tf.float32 if self.regression else tf.int32)
     out = classification_losses(logits, labels, self.regression)
@@ -53,20 +52,10 @@ class ClassifierServingModule(TextServingModule):
     return result
 
   def _serve_single(self, text):
-    text = check_texts(text=text)["text"]
-    return self._outputs(self.tokenizer.pack(text, max_seq_length=self.max_seq_length))
+    return self.outputs(self.pack_texts(text))
 
   def _serve_pair(self, text, text_b):
-    texts = check_texts(text=text, text_b=text_b)
-    return self._outputs(self.tokenizer.pack(texts["text"], texts["text_b"],
-                                             self.max_seq_length))
-
-  @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
-                                ids_spec("segment_ids")])
-  def tokens(self, input_ids, input_mask, segment_ids):
-    features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
-                                       "segment_ids": segment_ids})
-    return self._outputs(features)
+    return self.outputs(self.pack_texts(text, text_b))
 
   def signatures(self):
     return {"serving_default": self.serve_text, "tokens": self.tokens,

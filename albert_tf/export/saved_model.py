@@ -67,6 +67,15 @@ class TextServingModule(tf.Module):
     return check_token_inputs(features, self.vocab_size, self.type_vocab_size,
                               self.max_position_embeddings, mlm_positions)
 
+  def pack_texts(self, text, text_b=None):
+    """Raw text [B] (and text_b [B] for pairs), checked, tokenized and packed in the graph as
+    the original's features: input_ids, input_mask, segment_ids [B, max_seq_length]."""
+    if text_b is None:
+      return self.tokenizer.pack(check_texts(text=text)["text"],
+                                 max_seq_length=self.max_seq_length)
+    texts = check_texts(text=text, text_b=text_b)
+    return self.tokenizer.pack(texts["text"], texts["text_b"], self.max_seq_length)
+
   def info(self):
     """tokenization_info's outputs; subclasses add their settings."""
     return {"vocab_file": self.vocab_file.asset_path,
@@ -78,7 +87,23 @@ class TextServingModule(tf.Module):
     return self.info()
 
 
-class ServingModule(TextServingModule):
+class TokensServingModule(TextServingModule):
+  """A raw-text export that also serves token ids (the `tokens` signature): subclasses give
+  outputs(features), the outputs of checked or packed features [B, T]."""
+
+  def outputs(self, features):
+    """The serving outputs of (packed or checked) features [B, T]; subclasses define it."""
+    raise NotImplementedError
+
+  @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
+                                ids_spec("segment_ids")])
+  def tokens(self, input_ids, input_mask, segment_ids):
+    features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
+                                       "segment_ids": segment_ids})
+    return self.outputs(features)
+
+
+class ServingModule(TokensServingModule):
   """Wraps an AlbertPretrainer and the in-graph tokenizer for export."""
 
   def __init__(self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128,
@@ -87,33 +112,23 @@ class ServingModule(TextServingModule):
                      name="albert_serving", config_file=config_file)
     self.pretrainer = pretrainer
 
-  def _encode(self, features):
+  def outputs(self, features):
     out = self.pretrainer.encoder(features, training=False)
     return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
 
   def _encode_packed(self, packed):
-    out = self._encode(packed)
+    out = self.outputs(packed)
     out.update(input_ids=packed["input_ids"], input_mask=packed["input_mask"])
     return out
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
   def serve_text(self, text):
-    text = check_texts(text=text)["text"]
-    return self._encode_packed(self.tokenizer.pack(text, max_seq_length=self.max_seq_length))
+    return self._encode_packed(self.pack_texts(text))
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
                                 tf.TensorSpec([None], tf.string, name="text_b")])
   def serve_text_pair(self, text, text_b):
-    texts = check_texts(text=text, text_b=text_b)
-    return self._encode_packed(self.tokenizer.pack(texts["text"], texts["text_b"],
-                                                   self.max_seq_length))
-
-  @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
-                                ids_spec("segment_ids")])
-  def tokens(self, input_ids, input_mask, segment_ids):
-    features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
-                                       "segment_ids": segment_ids})
-    return self._encode(features)
+    return self._encode_packed(self.pack_texts(text, text_b))
 
   @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                 ids_spec("segment_ids"), ids_spec("mlm_positions")])
