@@ -9,8 +9,9 @@ the first time Keras deserializes one of them; their import then puts the real c
 """
 
 import importlib
-import importlib.abc
 import sys
+
+from albert_tf.import_hooks import ImportHook
 
 _MODELS = "albert_tf.models"
 PACKAGE = "albert_tf"
@@ -40,52 +41,21 @@ def _add_stand_ins(keras):
     registry.setdefault(f"{PACKAGE}>{name}", _StandIn(f"{PACKAGE}>{name}"))
 
 
-class _AfterKeras(importlib.abc.Loader):
-  """Runs Keras's own loader, then adds the stand-ins (no TensorFlow import: Keras may be loading
+class _AfterKeras(ImportHook):
+  """Adds the stand-ins once Keras has loaded (no TensorFlow import here: Keras may be loading
   as part of TensorFlow's own import)."""
 
-  def __init__(self, loader, finder):
-    self._loader = loader
-    self._finder = finder
+  def __init__(self):
+    super().__init__("keras")
 
-  def create_module(self, spec):
-    return self._loader.create_module(spec)
-
-  def exec_module(self, module):
-    try:
-      self._loader.exec_module(module)
-    finally:
-      module.__loader__ = module.__spec__.loader = self._loader
+  def around_import(self, module, run):
+    run()
     _add_stand_ins(module)
-    # Only now: an import of Keras that fails (TensorFlow's import tries it mid-way, and goes on
-    # without it) is followed by another.
-    if self._finder in sys.meta_path:
-      sys.meta_path.remove(self._finder)
-
-  def __getattr__(self, name):
-    return getattr(self._loader, name)
-
-
-class _KerasFinder(importlib.abc.MetaPathFinder):
-  """Finds `keras` as the other finders do, wrapping its loader, until Keras has loaded."""
-
-  def find_spec(self, fullname, path=None, target=None):
-    if fullname != "keras":
-      return None
-    for finder in sys.meta_path:
-      if finder is self or not hasattr(finder, "find_spec"):
-        continue
-      spec = finder.find_spec(fullname, path, target)
-      if spec is not None:
-        if spec.loader is not None:
-          spec.loader = _AfterKeras(spec.loader, self)
-        return spec
-    return None
 
 
 def register_with_keras():
   """Puts the stand-ins in Keras's registry now if Keras is loaded, else once it is."""
   if "keras" in sys.modules:
     _add_stand_ins(sys.modules["keras"])
-  elif not any(isinstance(finder, _KerasFinder) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _KerasFinder())
+  else:
+    _AfterKeras().install()

@@ -24,21 +24,22 @@ depends on, measured on TF 2.21:
   error, so it is only hidden where there is none.
 
 So quiet_tensorflow_startup() sets TF_CPP_MIN_LOG_LEVEL=1 unless the user set it, and applies
-that level to the lines logged before TensorFlow reads it: the import of TensorFlow (and, with
-no NVIDIA driver, its first device listing) writes stderr to a temporary file, and every line
-but those INFO lines, the absl line and (no driver) the cuInit error is then written to stderr.
-Real warnings and errors, C++ or Python, during the import or after, are kept.
+that level to the lines logged before TensorFlow reads it: while TensorFlow is imported (and,
+with no NVIDIA driver, lists its devices), stderr goes through a small filter process that drops
+INFO lines, the absl line and (no driver) the cuInit error, and passes every other line on as it
+comes. Real warnings and errors, C++ or Python, during the import or after, are kept.
 
 TensorFlow is not imported here: create_pretraining_data runs without it and imports it only for
 remote paths. The binaries call this first thing in main(); importing albert_tf does not.
 """
 
 import contextlib
-import importlib.abc
 import os
 import re
 import subprocess
 import sys
+
+from albert_tf.import_hooks import ImportHook
 
 _LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
 
@@ -98,8 +99,8 @@ def _stderr_without(pattern):
   """Sends file descriptor 2 (C++ and Python alike) through a filter process dropping the lines
   that match `pattern`, then restores it.
 
-  A process, not a thread or a file: what TensorFlow prints before it aborts the import (a
-  failed CHECK) still reaches stderr, and nothing else runs in this process meanwhile.
+  A process, not a thread of this one or a file replayed afterwards: what TensorFlow prints
+  before a failed CHECK aborts the import still reaches stderr.
   """
   if pattern is None:
     yield
@@ -128,46 +129,20 @@ def _stderr_without(pattern):
     child.wait()  # what the import printed comes before what follows it
 
 
-class _QuietLoader(importlib.abc.Loader):
-  """Runs the real loader of the `tensorflow` package with the noise filtered out of stderr."""
+class _QuietTensorFlowImport(ImportHook):
+  """Imports `tensorflow` with its start-up noise filtered out of stderr."""
 
-  def __init__(self, loader):
-    self._loader = loader
+  def __init__(self):
+    super().__init__("tensorflow")
 
-  def create_module(self, spec):
-    return self._loader.create_module(spec)
-
-  def exec_module(self, module):
+  def around_import(self, module, run):
     no_driver = not nvidia_driver_loaded()
-    try:
-      with _stderr_without(noise_pattern(no_driver)):
-        self._loader.exec_module(module)
-        if no_driver:
-          # The cuInit error comes with the first device listing, which the first op would do
-          # anyway; listing physical devices leaves device and thread settings open.
-          module.config.list_physical_devices("GPU")
-    finally:
-      module.__loader__ = module.__spec__.loader = self._loader
-
-  def __getattr__(self, name):
-    # get_data, is_package, get_resource_reader...: the real loader's.
-    return getattr(self._loader, name)
-
-
-class _QuietTensorFlowFinder(importlib.abc.MetaPathFinder):
-  """Finds `tensorflow` as the other finders do, with _QuietLoader around its loader; once."""
-
-  def find_spec(self, fullname, path=None, target=None):
-    if fullname != "tensorflow":
-      return None
-    sys.meta_path.remove(self)
-    for finder in sys.meta_path:
-      spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
-      if spec is not None:
-        if spec.loader is not None:
-          spec.loader = _QuietLoader(spec.loader)
-        return spec
-    return None
+    with _stderr_without(noise_pattern(no_driver)):
+      run()
+      if no_driver:
+        # The cuInit error comes with the first device listing, which the first op would do
+        # anyway; listing physical devices leaves device and thread settings open.
+        module.config.list_physical_devices("GPU")
 
 
 def quiet_tensorflow_startup():
@@ -181,5 +156,4 @@ def quiet_tensorflow_startup():
   if "tensorflow" in sys.modules:
     return
   os.environ.setdefault(_LEVEL_VARIABLE, "1")
-  if not any(isinstance(finder, _QuietTensorFlowFinder) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _QuietTensorFlowFinder())
+  _QuietTensorFlowImport().install()

@@ -1,6 +1,7 @@
 """Shared test helpers: fixture paths and an independent TF1-checkpoint writer."""
 
 import os
+import socket
 import subprocess
 import sys
 
@@ -10,6 +11,16 @@ import tensorflow as tf
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
 ORIGINAL_MODEL = os.path.join(TESTDATA, "original_model")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# What TensorFlow 2.21 prints on start-up on a CPU machine, none of it a problem: the binaries
+# hide it (albert_tf.startup.quiet_tensorflow_startup).
+TF_STARTUP_NOTICES = {
+    "absl": "WARNING: All log messages before absl::InitializeLog() is called",
+    "oneDNN": "oneDNN custom operations are on",
+    "cudart": "Could not find cuda drivers on your machine",
+    "AVX": "To enable the following instructions:",
+    "cuInit": "failed call to cuInit",
+}
 
 
 def write_tf1_checkpoint(prefix, tensors):
@@ -38,3 +49,23 @@ def run_binary(module, flags, check=True, env=None, timeout=600):
   if check:
     assert result.returncode == 0, result.stderr[-3000:]
   return result
+
+
+def free_ports(n):
+  """n free TCP ports on 127.0.0.1 (for the workers of a multi-worker test cluster)."""
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+def assert_same_checkpoint_values(prefix_a, prefix_b):
+  """Every variable value of two of our checkpoints is bit-identical (and there are many)."""
+  a, b = tf.train.load_checkpoint(str(prefix_a)), tf.train.load_checkpoint(str(prefix_b))
+  names = [n for n in a.get_variable_to_shape_map() if "VARIABLE_VALUE" in n]
+  assert len(names) > 30
+  for name in names:
+    np.testing.assert_array_equal(a.get_tensor(name), b.get_tensor(name), err_msg=name)

@@ -5,17 +5,25 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from helpers import ORIGINAL_MODEL, REPO_ROOT
+
+# Both tools build, train and time models (15 to 25 s each on 2 cores).
+pytestmark = pytest.mark.slow
 
 
 def test_benchmark_reports_each_mode():
   cmd = [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark.py"),
          f"--config={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}", "--batch_size=2",
          "--seq_length=16", "--num_predictions=3", "--mode=all", "--steps=2", "--warmup_steps=1",
-         "--serving_requests=6", "--serving_batch_size=4"]
+         "--iterations_per_loop=3", "--serving_requests=6", "--serving_batch_size=4"]
   result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
   lines = [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
   assert [l["mode"] for l in lines] == ["forward", "train"] + ["serving"] * 4
+  # The training step is run_pretraining's Runner, 3 updates per call.
+  assert (lines[1]["optimizer"], lines[1]["iterations_per_loop"]) == ("lamb", 3)
+  assert lines[1]["mixed_precision"] == "float32"
   serving = lines[2:]
   assert [(l["signature"], l["batch_size"]) for l in serving] == [
       ("text", 1), ("tokens", 1), ("text", 4), ("tokens", 4)]

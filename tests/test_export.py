@@ -15,7 +15,6 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
-from albert_tf.export import served_model
 from albert_tf.export.classifier import ClassifierServingModule
 from albert_tf.export.released import export_released_layout
 from albert_tf.export.saved_model import ServingModule
@@ -23,6 +22,7 @@ from albert_tf.export.squad import SquadServingModule
 from albert_tf.tokenization import check_vocab_fits
 from albert_tf.tokenization.vocab_check import spm_vocab_size, wordpiece_vocab_size
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, reference_batch, run_binary
+from served_model_helpers import load_served_model, run_signature
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
 import serving_client  # noqa: E402  pylint: disable=wrong-import-position
@@ -37,6 +37,7 @@ def _fixture_weight_names():
   return {n: s for n, s in shapes.items() if not n.endswith(("/adam_m", "/adam_v"))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["original", "ours"])
 def test_export_checkpoints_released_layout(source, tmp_path):
   config = albert_tf.AlbertConfig.from_json_file(CONFIG)
@@ -67,6 +68,7 @@ def test_export_checkpoints_released_layout(source, tmp_path):
     run_binary("export_checkpoints", [f"--albert_directory={out}", f"--export_path={out}"])
 
 
+# The tests of this export are in the slow tier: the binary takes some 10 s to write it.
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
   base = tmp_path_factory.mktemp("serving") / "albert"
@@ -98,6 +100,7 @@ print(json.dumps({"pooled": out["pooled_output"].numpy().tolist(),
 """
 
 
+@pytest.mark.slow
 def test_saved_model_in_a_fresh_process(exported, tmp_path):
   script = tmp_path / "load.py"
   script.write_text(_FRESH_PROCESS)
@@ -122,9 +125,12 @@ def test_saved_model_in_a_fresh_process(exported, tmp_path):
   assert same >= len(lines) - 6  # the 6 tie-break lines of test_in_graph_tokenizer
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_the_documented_signatures(exported):
-  result = subprocess.run(["saved_model_cli", "show", "--dir", os.path.join(exported, "3"),
-                           "--all"], capture_output=True, text=True, timeout=300)
+  # Through this interpreter: the saved_model_cli script need not be on PATH.
+  result = subprocess.run([sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "show",
+                           "--dir", os.path.join(exported, "3"), "--all"],
+                          capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr[-2000:]
   text = result.stdout
   for expected in ["signature_def['serving_default']", "inputs['text']", "DT_STRING",
@@ -145,7 +151,7 @@ def test_saved_model_cli_lists_the_documented_signatures(exported):
 
 @pytest.fixture(scope="module")
 def served(exported):
-  return served_model.load_served_model(exported)
+  return load_served_model(exported)
 
 
 def _direct(served_model_obj, signature, inputs):
@@ -153,57 +159,61 @@ def _direct(served_model_obj, signature, inputs):
       **{k: tf.constant(v) for k, v in inputs.items()}).items()}
 
 
+@pytest.mark.slow
 def test_grpc_request_as_the_server_reads_it(served):
   inputs = serving_client.text_inputs(["The value is 10,000.", "x"], ["a pair", "y"])
   request = serving_client.predict_request("albert", "serving_text_pair", inputs)
   assert request.model_spec.signature_name == "serving_text_pair"
   decoded = {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
-  out = served_model.run_signature(served, "serving_text_pair", decoded)
+  out = run_signature(served, "serving_text_pair", decoded)
   want = _direct(served, "serving_text_pair", inputs)
   for key in want:
     np.testing.assert_array_equal(out[key].numpy(), want[key])
   assert out["pooled_output"].shape == (2, 32)
 
 
+@pytest.mark.slow
 def test_rest_body_as_the_server_reads_it(served):
   ref = reference_batch()
   inputs = serving_client.token_inputs(ref["input_ids"], ref["input_mask"], ref["segment_ids"],
                                        ref["masked_lm_positions"])
   body = json.loads(json.dumps(serving_client.rest_body("mlm", inputs)))
   assert body["signature_name"] == "mlm" and isinstance(body["inputs"]["input_ids"], list)
-  out = served_model.run_signature(served, body["signature_name"], body["inputs"])
+  out = run_signature(served, body["signature_name"], body["inputs"])
   assert out["mlm_logits"].shape == (3, 5, 1000)
   np.testing.assert_allclose(out["mlm_logits"], _direct(served, "mlm", inputs)["mlm_logits"],
                              atol=1e-6)
   text_body = json.loads(json.dumps(serving_client.rest_body(
       "serving_default", serving_client.text_inputs(["héllo wörld"]))))
   assert text_body["inputs"]["text"] == ["héllo wörld"]
-  out = served_model.run_signature(served, "serving_default", text_body["inputs"])
+  out = run_signature(served, "serving_default", text_body["inputs"])
   assert out["input_ids"].shape == (1, 64)
 
 
+@pytest.mark.slow
 def test_clear_errors(served, exported, tmp_path):
   with pytest.raises(ValueError, match="'input_ids'.*int32.*float"):
-    served_model.run_signature(served, "tokens", {"input_ids": np.ones((1, 4), np.float32),
-                                                  "input_mask": np.ones((1, 4), np.int32),
-                                                  "segment_ids": np.zeros((1, 4), np.int32)})
+    run_signature(served, "tokens", {"input_ids": np.ones((1, 4), np.float32),
+                                     "input_mask": np.ones((1, 4), np.int32),
+                                     "segment_ids": np.zeros((1, 4), np.int32)})
   with pytest.raises(ValueError, match=r"'input_ids'.*shape \[None, None\]"):
-    served_model.run_signature(served, "tokens", {"input_ids": np.ones(4, np.int32),
-                                                  "input_mask": np.ones((1, 4), np.int32),
-                                                  "segment_ids": np.zeros((1, 4), np.int32)})
+    run_signature(served, "tokens", {"input_ids": np.ones(4, np.int32),
+                                     "input_mask": np.ones((1, 4), np.int32),
+                                     "segment_ids": np.zeros((1, 4), np.int32)})
   with pytest.raises(ValueError, match="missing \\['segment_ids'\\]"):
-    served_model.run_signature(served, "tokens", {"input_ids": np.ones((1, 4), np.int32),
-                                                  "input_mask": np.ones((1, 4), np.int32)})
+    run_signature(served, "tokens", {"input_ids": np.ones((1, 4), np.int32),
+                                     "input_mask": np.ones((1, 4), np.int32)})
   with pytest.raises(ValueError, match="unknown signature"):
-    served_model.run_signature(served, "predict", {})
+    run_signature(served, "predict", {})
   flat = tmp_path / "flat"
   shutil.copytree(os.path.join(exported, "3"), flat)
   with pytest.raises(FileNotFoundError, match="no version folder.*inside a version folder"):
-    served_model.load_served_model(str(flat))
+    load_served_model(str(flat))
   with pytest.raises(ValueError, match="input_ids must be"):
     serving_client.token_inputs([1, 2, 3])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("tensorflow_model_server") is None,
                     reason="tensorflow_model_server is not on PATH (it cannot be installed here)")
 def test_against_a_real_model_server(exported):
@@ -270,6 +280,7 @@ def _small_vocab_model(tmp_path, vocab_size):
   return str(config_file), config, checkpoint
 
 
+@pytest.mark.slow
 def test_exports_refuse_a_tokenizer_bigger_than_the_vocab(tmp_path):
   config_file, config, checkpoint = _small_vocab_model(tmp_path, 500)
   expected = f"tokenizer {SPM} has 1000 pieces but the config {config_file} has vocab_size 500"
@@ -315,6 +326,7 @@ def _leftover(path):
   return path
 
 
+@pytest.mark.slow
 def test_saved_model_export_removes_leftovers_of_killed_exports(tmp_path):
   base, host, dead = tmp_path / "albert", socket.gethostname(), _finished_pid()
   stale = [_leftover(base / f".tmp-2-{host}-{dead}"),

@@ -88,6 +88,7 @@ def test_config_round_trips(name):
     assert [v.shape for v in clone.weights] == [v.shape for v in model.weights]
 
 
+@pytest.mark.slow
 def test_save_and_load_in_a_fresh_process_gives_identical_outputs(tmp_path):
   config = _config(num_hidden_groups=2, inner_group_num=2, num_hidden_layers=3)
   expected = {}

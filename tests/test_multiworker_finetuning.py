@@ -4,7 +4,6 @@ Two worker processes on the CPU, as test_run_pretraining's multi-worker test."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -12,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.training import strategy as strategies
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
+from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, free_ports
 
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
@@ -51,20 +50,12 @@ except Exception as e:  # pylint: disable=broad-except
 """
 
 
-def _free_ports(n):
-  sockets = [socket.socket() for _ in range(n)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
 
 
 def _two_workers(args, timeout=240):
   """Runs `python <args>` as worker 0 (the chief) and worker 1 of a localhost cluster; returns
   [(returncode, stdout, stderr)], killing both if either runs past `timeout`."""
-  cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+  cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
   procs = []
   for index in range(2):
     env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
@@ -92,6 +83,7 @@ def _tiny_sst2(directory):
                 else f"the cat number {i} sat\t{i % 2}\n")
 
 
+@pytest.mark.slow
 def test_the_other_worker_waits_for_the_chiefs_features(tmp_path):
   _tiny_sst2(str(tmp_path / "glue"))
   out = tmp_path / "out"
@@ -115,6 +107,7 @@ def test_the_other_worker_waits_for_the_chiefs_features(tmp_path):
   assert len(list(tf.data.TFRecordDataset(str(out / "sst-2_eval.tf_record")))) == 16
 
 
+@pytest.mark.slow
 def test_a_chief_that_fails_to_write_stops_every_worker():
   results = _two_workers(["-c", FAILING_CHIEF], timeout=120)
   assert [r[0] for r in results] == [0, 0]

@@ -11,7 +11,8 @@ import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.models import pretraining_losses
 from albert_tf.optimization import AdamWeightDecay, Lamb, create_optimizer, learning_rate_at
-from albert_tf.training.step import build_optimizer_for, pretraining_step
+from albert_tf.settings import TrainSettings
+from albert_tf.training.pretraining import PretrainingRunner
 from helpers import ORIGINAL_MODEL
 
 
@@ -92,15 +93,17 @@ def _fixture_train_batch():
 
 
 def test_four_lamb_updates_reproduce_the_original():
+  # The Runner run_pretraining trains with (schedule, clipping, LAMB), one update per call.
   config = albert_tf.AlbertConfig.from_json_file(os.path.join(ORIGINAL_MODEL, "albert_config.json"))
   model = albert_tf.AlbertPretrainer(config)
+  optimizer = Lamb()
+  runner = PretrainingRunner(tf.distribute.get_strategy(), model, optimizer, TrainSettings(
+      learning_rate=0.01, num_train_steps=4, num_warmup_steps=2, iterations_per_loop=1))
   albert_tf.load_original_checkpoint(model, os.path.join(ORIGINAL_MODEL, "model.ckpt-0"))
-  optimizer = build_optimizer_for(model, Lamb())
   batch = _fixture_train_batch()
-  losses = []
-  for t in range(4):
-    lr = learning_rate_at(t, 0.01, 4, 2)
-    losses.append(float(pretraining_step(model, optimizer, batch, lr)["total_loss"]))
+  iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
+  losses = [runner.train_steps(iterator, 1)["loss"] for _ in range(4)]
+  assert int(runner.global_step.numpy()) == 4
   losses.append(float(pretraining_losses(model(batch), batch)["total_loss"]))
   expected = np.load(os.path.join(ORIGINAL_MODEL, "reference.npz"))["train_losses"]
   np.testing.assert_allclose(losses, expected, atol=1e-5)

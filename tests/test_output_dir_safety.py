@@ -57,6 +57,7 @@ def test_a_reused_pid_is_not_the_holder(tmp_path):
   OutputDirLock(str(tmp_path)).acquire().release()
 
 
+@pytest.mark.slow
 def test_binaries_refuse_an_output_dir_in_use(tmp_path):
   holder = subprocess.Popen(
       [sys.executable, "-c", "import sys, time; from albert_tf.training.lock import "
@@ -81,6 +82,7 @@ def test_binaries_refuse_an_output_dir_in_use(tmp_path):
   assert not os.path.exists(tmp_path / LOCK_NAME)  # released at exit
 
 
+@pytest.mark.slow
 def test_an_interrupted_save_is_cleaned_up_at_the_next_start(tmp_path):
   partial = tmp_path / "model.ckpt-4_temp"
   partial.mkdir()
@@ -100,6 +102,7 @@ def test_an_interrupted_save_is_cleaned_up_at_the_next_start(tmp_path):
                       f"--predict_file={os.path.join(FINETUNING, 'squad', 'v1', 'dev.json')}",
                       "--do_predict", "--max_seq_length=64", "--max_query_length=16"]),
 ], ids=["classifier_eval_predict", "classifier_export", "race_eval", "squad_predict"])
+@pytest.mark.slow
 def test_untrained_models_are_not_evaluated_or_exported(binary, flags, tmp_path):
   out = tmp_path / "out"
   flags = [f.replace("EXPORT", str(tmp_path / "export")) for f in flags]
@@ -109,6 +112,7 @@ def test_untrained_models_are_not_evaluated_or_exported(binary, flags, tmp_path)
   assert not out.exists() and not (tmp_path / "export").exists()
 
 
+@pytest.mark.slow
 def test_resuming_with_another_config_is_refused(tmp_path):
   run_binary("run_pretraining", PRETRAINING + [f"--output_dir={tmp_path}"])
   bigger = tmp_path / "bigger.json"

@@ -3,6 +3,8 @@
 import os
 import subprocess
 
+import pytest
+
 from helpers import REPO_ROOT
 
 
@@ -11,6 +13,7 @@ def _metrics(path):
     return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
 
 
+@pytest.mark.slow
 def test_quickstart_learns(tmp_path):
   env = dict(os.environ, WORK=str(tmp_path / "qs"), STEPS="200")
   result = subprocess.run(["bash", os.path.join(REPO_ROOT, "tools", "quickstart.sh")],

@@ -47,6 +47,7 @@ def test_pretraining_job_writes_to_ram():
   assert "global_step = 2" in tf.io.gfile.GFile(f"{out}/eval_results.txt").read()
 
 
+@pytest.mark.slow
 def test_classifier_job_writes_to_ram():
   out, export = "ram://remote_outputs/mrpc", "ram://remote_outputs/mrpc_export"
   ClassifierJob(settings.ClassifierSettings(
@@ -67,6 +68,7 @@ def test_classifier_job_writes_to_ram():
   assert tf.io.gfile.exists(f"{export}/{version.rstrip('/')}/saved_model.pb")
 
 
+@pytest.mark.slow
 def test_binary_with_output_dir_on_ram(tmp_path):
   # ram:// lives in the process: the binary's files go when it exits, so this checks that it
   # runs and writes nothing locally (the jobs' files are checked in-process above).

@@ -243,6 +243,7 @@ def test_best_checkpoint_tracker_on_ram(ram, tmp_path):
                                                 12: f"{ram}/output/model.ckpt-12"}
 
 
+@pytest.mark.slow
 def test_exports_to_ram(ram, pretrainer):
   spm = _upload(SPM, f"{ram}/spm/30k-clean-tiny.model")
   _upload(SPM[:-len(".model")] + ".vocab", f"{ram}/spm/30k-clean-tiny.vocab")

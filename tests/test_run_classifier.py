@@ -14,6 +14,9 @@ import tensorflow as tf
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, run_binary
 from tfrecord_utils import read_examples
 
+# Every test runs run_classifier (5 to 20 s each on 2 cores).
+pytestmark = pytest.mark.slow
+
 FINETUNING = os.path.join(TESTDATA, "original_finetuning")
 GLUE = os.path.join(FINETUNING, "glue")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")

@@ -5,7 +5,6 @@ SIGKILL."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,8 +17,11 @@ import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.data.pipeline import pretraining_dataset
 from albert_tf.optimization import Lamb
+from albert_tf import settings
 from albert_tf.training import pretraining
-from helpers import ORIGINAL_MODEL, REPO_ROOT, run_binary
+from albert_tf.training import runner as runners
+from helpers import (ORIGINAL_MODEL, REPO_ROOT, assert_same_checkpoint_values, free_ports,
+                     run_binary)
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 FIXTURE_FLAGS = [
@@ -48,6 +50,7 @@ def _logged_losses(stderr):
           if line.startswith("step ")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [[], ["--strategy=mirrored", "--cpu_devices=2"],
                                    ["--gradient_accumulation_steps=2"], ["--jit_compile"]],
                          ids=["one_device", "mirrored_2_cpus", "accumulation_2", "xla"])
@@ -60,12 +63,13 @@ def test_four_updates_reproduce_the_original(extra, tmp_path):
   assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path / "train"))
 
 
+@pytest.mark.slow
 def test_runner_losses_match_the_original_per_update():
   strategy = tf.distribute.get_strategy()
   config = albert_tf.AlbertConfig.from_json_file(CONFIG)
   model = albert_tf.AlbertPretrainer(config)
   runner = pretraining.PretrainingRunner(
-      strategy, model, Lamb(), pretraining.TrainSettings(
+      strategy, model, Lamb(), settings.TrainSettings(
           learning_rate=0.01, num_train_steps=4, num_warmup_steps=2,
           gradient_accumulation_steps=2))
   albert_tf.load_original_checkpoint(model, os.path.join(ORIGINAL_MODEL, "model.ckpt-0"))
@@ -91,18 +95,11 @@ def test_eval_at_ckpt0_writes_the_original_metrics(tmp_path):
   assert written["global_step"] == "0"
 
 
-def _free_ports(n):
-  sockets = [socket.socket() for _ in range(n)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
 
 
+@pytest.mark.slow
 def test_multi_worker_mirrored_two_processes(tmp_path):
-  ports = _free_ports(2)
+  ports = free_ports(2)
   cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
   procs = []
   for index in range(2):
@@ -139,6 +136,7 @@ job.run(after_save=lambda step, path: time.sleep(600) if step == 4 else None)
 """
 
 
+@pytest.mark.slow
 def test_sigkill_after_a_checkpoint_then_resume_equals_uninterrupted(tmp_path):
   flags = [f"--input_file={os.path.join(ORIGINAL_MODEL, 'eval.tfrecord')}",
            f"--albert_config_file={CONFIG}", "--train_batch_size=2", "--max_seq_length=24",
@@ -161,14 +159,10 @@ def test_sigkill_after_a_checkpoint_then_resume_equals_uninterrupted(tmp_path):
   assert "resumed from" in resumed.stderr and "at step 4" in resumed.stderr
   assert "taking over the stale lock" in resumed.stderr
 
-  a = tf.train.load_checkpoint(str(straight / "model.ckpt-6"))
-  b = tf.train.load_checkpoint(str(interrupted / "model.ckpt-6"))
-  names = [n for n in a.get_variable_to_shape_map() if "VARIABLE_VALUE" in n]
-  assert len(names) > 30
-  for name in names:
-    np.testing.assert_array_equal(a.get_tensor(name), b.get_tensor(name), err_msg=name)
+  assert_same_checkpoint_values(straight / "model.ckpt-6", interrupted / "model.ckpt-6")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_runs(policy, tmp_path):
   result = _run([f"--input_file={os.path.join(ORIGINAL_MODEL, 'eval.tfrecord')}",
@@ -182,6 +176,7 @@ def test_mixed_precision_runs(policy, tmp_path):
   assert os.path.exists(tmp_path / "model.ckpt-3.index")
 
 
+@pytest.mark.slow
 def test_bad_flags(tmp_path):
   base = [f"--input_file={os.path.join(ORIGINAL_MODEL, 'eval.tfrecord')}",
           f"--albert_config_file={CONFIG}", f"--output_dir={tmp_path}"]
@@ -225,9 +220,8 @@ def test_nan_loss_stops_without_saving():
     def save(self, checkpoint_number):
       saved.append(checkpoint_number)
 
-  settings = pretraining.TrainSettings(num_train_steps=10, save_checkpoints_steps=2,
-                                       iterations_per_loop=2)
-  with pytest.raises(pretraining.NonFiniteLossError, match="model.ckpt-2"):
-    pretraining.run_training(_NanRunner(), lambda step: None, Manager(), settings,
-                             log=lambda m: None)
+  train = settings.TrainSettings(num_train_steps=10, save_checkpoints_steps=2,
+                                 iterations_per_loop=2)
+  with pytest.raises(runners.NonFiniteLossError, match="model.ckpt-2"):
+    runners.run_training(_NanRunner(), lambda step: None, Manager(), train, log=lambda m: None)
   assert saved == []

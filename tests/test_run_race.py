@@ -4,6 +4,7 @@ model.ckpt-best, and the test-set results."""
 import os
 import shutil
 
+import pytest
 import tensorflow as tf
 
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
@@ -19,6 +20,7 @@ def _run(flags, check=True):
       f"--albert_config_file={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}"] + flags, check)
 
 
+@pytest.mark.slow
 def test_train_eval_predict(tmp_path):
   out = tmp_path / "out"
   _run([f"--output_dir={out}", "--max_seq_length=64", "--max_qa_length=16",
@@ -45,6 +47,7 @@ def test_train_eval_predict(tmp_path):
   assert len(rows) == 14 and all(abs(sum(r) - 1) < 1e-5 and len(r) == 4 for r in rows)
 
 
+@pytest.mark.slow  # four runs of the binary
 def test_bad_flags(tmp_path):
   r = _run([f"--output_dir={tmp_path}", "--max_seq_length=32", "--max_qa_length=30"],
            check=False)

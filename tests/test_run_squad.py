@@ -82,6 +82,7 @@ def _json(path):
     return json.load(f)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_train_predict_export(version, tmp_path):
   out, export = tmp_path / "out", tmp_path / "export"

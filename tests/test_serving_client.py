@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, TF_STARTUP_NOTICES
 
 CLIENT = os.path.join(REPO_ROOT, "tools", "serving_client.py")
 
@@ -29,7 +29,7 @@ def _client(*args):
 
 
 def _error_line(result):
-  """The client's one error line; TF's own start-up log lines may precede it."""
+  """The client's one error line; TensorFlow's own warnings (if any) may precede it."""
   assert result.returncode == 1, (result.returncode, result.stderr[-3000:])
   assert "Traceback" not in result.stderr, result.stderr[-3000:]
   assert result.stdout == ""
@@ -41,10 +41,14 @@ def _error_line(result):
 
 @pytest.mark.parametrize("protocol,name", [("grpc", "gRPC"), ("rest", "REST")])
 def test_no_server_one_line(protocol, name, closed_port):
-  line = _error_line(_client(f"--protocol={protocol}", f"--server=127.0.0.1:{closed_port}",
-                             "--text=The cat sat."))
+  result = _client(f"--protocol={protocol}", f"--server=127.0.0.1:{closed_port}",
+                   "--text=The cat sat.")
+  line = _error_line(result)
   assert f"no {name} server answers at 127.0.0.1:{closed_port}" in line
   assert "refused" in line
+  # gRPC imports TensorFlow: the client quiets its start-up notices as the binaries do.
+  assert [n for n, notice in TF_STARTUP_NOTICES.items() if notice in result.stderr] == [], (
+      result.stderr[-3000:])
 
 
 @pytest.mark.parametrize("flags,expected", [

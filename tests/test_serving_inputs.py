@@ -187,6 +187,7 @@ def test_classifier(classifier):
                                                          for i in probabilities.argmax(1)]
 
 
+@pytest.mark.slow  # two more exports
 def test_squad(squad):
   model, served = squad
   good = dict(GOOD, p_mask=[[1, 0, 1]])
@@ -264,6 +265,7 @@ print(json.dumps(messages))
 """
 
 
+@pytest.mark.slow
 def test_in_a_fresh_process_and_a_session(pretraining, tmp_path):
   script = tmp_path / "load.py"
   script.write_text(_FRESH_PROCESS)

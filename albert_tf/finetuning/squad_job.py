@@ -253,16 +253,17 @@ class SquadJob(FineTuningJob):
     train_examples = self.train_examples() if s.do_train else None
     steps, warmup = self.num_train_steps(len(train_examples)) if s.do_train else (0, 0)
     self.claim_output_dir()
-    predict = None
+    predict = None  # evaluates on predict_file, with do_predict
     if s.do_predict:
       dataset = squad_data.load_squad_json(s.predict_file)
       examples, features, predict_path = self.predict_features()
       log(f"***** Running predictions *****\n  Num orig examples = {len(examples)}\n  Num "
           f"split examples = {len(features)}\n  Batch size = {s.predict_batch_size}")
 
-      def predict():
+      def predict_and_score():
         return (self.predict_and_write(examples, features, predict_path, dataset)
                 or {self.key_metric: float("nan")})
+      predict = predict_and_score
 
     self.build_with_steps(steps, warmup)
     tracker = self.tracker(self.key_metric)

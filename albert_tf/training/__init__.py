@@ -1,1 +1,2 @@
-"""Training: the pretraining step, the loop, checkpointing."""
+"""Training: the job skeleton, the training loop and its checkpoints, the output_dir lock, and
+the pretraining job."""

@@ -16,9 +16,7 @@ from albert_tf.models import AlbertPretrainer
 from albert_tf.models.losses import masked_lm_loss, sentence_order_loss
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.training.job import Job, UsageError, log
-from albert_tf.training.runner import (  # noqa: F401  (the pretraining binary's names)
-    NonFiniteLossError, Objective, Runner, TrainSettings, checkpoint_manager,
-    install_sigterm_handler, restore_or_initialize, run_training)
+from albert_tf.training.runner import Objective, Runner
 
 
 def metrics_from_sums(sums):

@@ -19,7 +19,6 @@ from albert_tf import io
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.checkpoints.layout import model_parts, original_variable_map
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
-from albert_tf.settings import TrainSettings  # noqa: F401  (the Runner's settings)
 from albert_tf.training import summaries
 
 SUM = tf.distribute.ReduceOp.SUM

@@ -1,0 +1,129 @@
+"""Imports have no side effects; the binaries' quiet_tensorflow_startup() hides TensorFlow's
+start-up notices and nothing else. Each case runs in a fresh interpreter: the notices come once
+per process, and the pytest process has TensorFlow imported already."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf import startup
+from helpers import REPO_ROOT, TF_STARTUP_NOTICES as NOTICES
+
+START_TENSORFLOW = """
+import warnings
+from albert_tf.startup import quiet_tensorflow_startup
+quiet_tensorflow_startup()
+import tensorflow as tf
+print(tf.constant(1).numpy() + 1, type(tf.__loader__).__name__)
+warnings.warn("a real problem")
+"""
+
+
+def run_python(code, env):
+  """-> (stdout, stderr) of `python -c code` with os.environ updated by env (None: unset)."""
+  environ = dict(os.environ)
+  for name, value in env.items():
+    if value is None:
+      environ.pop(name, None)
+    else:
+      environ[name] = value
+  result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=environ,
+                          capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result.stdout, result.stderr
+
+
+def test_import_albert_tf_leaves_the_environment_alone():
+  stdout, _ = run_python(
+      "import os, sys\n"
+      "before = dict(os.environ)\n"
+      "import albert_tf, albert_tf.startup\n"
+      "print(dict(os.environ) == before, 'tensorflow' in sys.modules)\n",
+      {"TF_CPP_MIN_LOG_LEVEL": None})
+  assert stdout.split() == ["True", "False"]
+
+
+def test_quiet_startup_sets_the_log_level_only_where_the_user_did_not():
+  code = ("import os\n"
+          "from albert_tf.startup import quiet_tensorflow_startup\n"
+          "quiet_tensorflow_startup()\n"
+          "print(os.environ['TF_CPP_MIN_LOG_LEVEL'])\n")
+  assert run_python(code, {"TF_CPP_MIN_LOG_LEVEL": None})[0].split() == ["1"]
+  assert run_python(code, {"TF_CPP_MIN_LOG_LEVEL": "2"})[0].split() == ["2"]
+
+
+@pytest.mark.slow  # two TensorFlow start-ups; the serving client's gRPC test checks one fast
+def test_quiet_startup_hides_the_notices_and_keeps_real_warnings():
+  # TF_CPP_MIN_LOG_LEVEL=0 (TensorFlow's default, kept as the user's choice) shows what
+  # TensorFlow prints on its own here; a bad TF_ENABLE_ONEDNN_OPTS makes TensorFlow log a real
+  # C++ warning while its libraries load, next to the notices.
+  env = {"TF_ENABLE_ONEDNN_OPTS": "maybe"}
+  stdout, loud = run_python(START_TENSORFLOW, dict(env, TF_CPP_MIN_LOG_LEVEL="0"))
+  assert stdout.split() == ["2", "SourceFileLoader"]
+  shown = [name for name, notice in NOTICES.items() if notice in loud]
+  # All five here (x86 with AVX-512, CUDA 13 libraries, no NVIDIA driver); which ones depend on
+  # the CPU and the CUDA set-up, but the warning logged that early always brings absl's line.
+  assert "absl" in shown, loud
+
+  stdout, quiet = run_python(START_TENSORFLOW, dict(env, TF_CPP_MIN_LOG_LEVEL=None))
+  assert stdout.split() == ["2", "SourceFileLoader"]
+  assert [name for name, notice in NOTICES.items() if notice in quiet] == [], quiet
+  warning = re.compile(r"^W\d{4} .* port\.cc:\d+\] TF_ENABLE_ONEDNN_OPTS is not set to either",
+                       re.M)
+  assert len(warning.findall(quiet)) == len(warning.findall(loud)) >= 1, quiet
+  assert "UserWarning: a real problem" in quiet
+
+
+def _kept(lines, no_driver, level):
+  """The lines quiet_tensorflow_startup's filter lets through at TF_CPP_MIN_LOG_LEVEL=level."""
+  old = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+  os.environ["TF_CPP_MIN_LOG_LEVEL"] = level
+  try:
+    pattern = startup.noise_pattern(no_driver)
+  finally:
+    if old is None:
+      os.environ.pop("TF_CPP_MIN_LOG_LEVEL")
+    else:
+      os.environ["TF_CPP_MIN_LOG_LEVEL"] = old
+  if pattern is None:
+    return lines
+  return [line for line in lines if not re.match(pattern, line.rstrip(b"\n"))]
+
+
+def test_the_filter_hides_info_lines_and_cuinit_only_without_a_driver():
+  cuinit = (b"E0000 00:00:1795996206.822321    3772 cuda_platform.cc:52] failed call to cuInit: "
+            b"INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n")
+  info = (b"I0000 00:00:1795996204.699463    3772 cudart_stub.cc:31] Could not find cuda drivers "
+          b"on your machine, GPU will not be used.\n")
+  absl = (b"WARNING: All log messages before absl::InitializeLog() is called are written to "
+          b"STDERR\n")
+  other_error = b"E0412 10:11:12.123456    3772 gpu_device.cc:12] out of memory\n"
+  warning = b"W0000 00:00:1795996206.822321    3772 port.cc:148] TF_ENABLE_ONEDNN_OPTS is not\n"
+  python_warning = b"<string>:1: UserWarning: I0000 in a message\n"
+  lines = [cuinit, info, absl, other_error, warning, python_warning]
+  assert _kept(lines, no_driver=True, level="1") == [other_error, warning, python_warning]
+  assert _kept(lines, no_driver=False, level="1") == [cuinit, other_error, warning,
+                                                      python_warning]
+  assert _kept(lines, no_driver=True, level="0") == lines  # the user asked for everything
+
+
+def test_what_tensorflow_prints_before_aborting_the_import_is_kept():
+  # A failed CHECK in TensorFlow's start-up logs an F line and aborts the process: the filter
+  # process, not this one, writes stderr, so the line still comes out.
+  result = subprocess.run(
+      [sys.executable, "-c",
+       "import os\n"
+       "from albert_tf import startup\n"
+       "with startup._stderr_without(startup.noise_pattern(no_driver=True)):\n"
+       "  os.write(2, b'I0000 00:00:1795996204.699463  1 port.cc:153] oneDNN custom operations "
+       "are on\\n')\n"
+       "  os.write(2, b'F0000 00:00:1795996204.699463  1 port.cc:1] Check failed: x == y\\n')\n"
+       "  os.abort()\n"],
+      cwd=REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1"), capture_output=True,
+      timeout=60)
+  assert result.returncode != 0
+  assert result.stderr.splitlines() == [
+      b"F0000 00:00:1795996204.699463  1 port.cc:1] Check failed: x == y"]
