@@ -150,9 +150,18 @@ def save_original_checkpoint(model, prefix, global_step=0, extra_tensors=None,
 
   Writes `<prefix>.index` and `<prefix>.data-00000-of-00001` (plus `global_step`) through a
   temporary directory, then moves them in place, the index last, so that a crash never leaves a
-  readable half-written checkpoint. With update_checkpoint_state, the directory's `checkpoint`
-  file names the new checkpoint. `extra_tensors` ({name: array}) adds more variables (e.g.
-  optimizer slots). Returns the prefix.
+  readable half-written checkpoint.
+
+  Args:
+    model: any albert_tf model; its variables are written under their original names
+      (model.original_variables()).
+    prefix: the checkpoint prefix (any TF file system).
+    global_step: the `global_step` value written with it.
+    extra_tensors: {name: array} of more variables to write (e.g. optimizer slots).
+    update_checkpoint_state: make the directory's `checkpoint` file name the new checkpoint.
+
+  Returns:
+    The prefix.
   """
   prefix = io.abspath(os.fspath(prefix))
   directory, base = io.split(prefix)

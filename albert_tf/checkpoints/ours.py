@@ -33,10 +33,20 @@ def checkpoint_global_step(path):
 def load_checkpoint(model, path, init_from_group0=False):
   """Loads weights from a released/original TF1 checkpoint or one of ours into `model`.
 
-  `path` is a prefix or a directory (its latest checkpoint). The layout is detected. Only model
-  weights are read (no optimizer state). Either layout follows the same rules: a shape mismatch
-  or an encoder variable the checkpoint lacks raises (the config does not match the checkpoint);
-  a task head the checkpoint lacks stays as initialised. Returns a LoadReport.
+  The layout is detected. Only model weights are read (no optimizer state). Either layout follows
+  the same rules: a task head the checkpoint lacks stays as initialised (listed as missing).
+
+  Args:
+    model: any albert_tf model (AlbertModel, AlbertPretrainer, AlbertClassifier, ...).
+    path: a checkpoint prefix or a directory (its latest checkpoint); any TF file system.
+    init_from_group0: initialise layer groups the checkpoint lacks from its group 0.
+
+  Returns:
+    A LoadReport: loaded, missing and unused variables (its str() is a one-line summary).
+
+  Raises:
+    ValueError: a variable of another shape (names it and both shapes).
+    KeyError: encoder variables the checkpoint lacks (the config does not match it).
   """
   prefix = original.resolve_checkpoint_path(path)
   if is_original_layout(prefix):

@@ -61,7 +61,21 @@ class NonFiniteLossError(RuntimeError):
 
 
 class Runner:
-  """Owns the model, optimizer, objective, step counter and the compiled step functions."""
+  """Owns the model, optimizer, objective, step counter and the compiled step functions.
+
+  Args:
+    strategy: the tf.distribute strategy the model and optimizer were created under.
+    model: the keras.Model to train.
+    optimizer: a Lamb or AdamWeightDecay (albert_tf.optimization).
+    settings: a TrainSettings (schedule, accumulation, clipping, jit_compile).
+    objective: an Objective (what is trained; see above).
+    loss_scale: a DynamicLossScale for mixed_float16, else None.
+
+  Example: run_pretraining's update, four times (see tests/test_run_pretraining.py):
+
+    runner = Runner(strategy, model, Lamb(), TrainSettings(...), PretrainingObjective())
+    values = runner.train_steps(iterator, 4)   # {"loss": ..., "learning_rate": ..., sums}
+  """
 
   def __init__(self, strategy, model, optimizer, settings, objective, loss_scale=None):
     self.strategy = strategy
@@ -158,7 +172,16 @@ class Runner:
     return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
 
   def train_steps(self, iterator, steps):
-    """Runs `steps` updates; returns the last step's global sums, loss and learning rate."""
+    """Runs `steps` updates in one compiled call.
+
+    Args:
+      iterator: a (distributed) iterator of the global batches' per-replica features.
+      steps: the number of updates.
+
+    Returns:
+      {name: float}: the last update's global sums of the objective, `loss` and
+      `learning_rate`.
+    """
     out = self._train_loop(iterator, tf.constant(steps, tf.int32))
     return {k: float(v) for k, v in out.items()}
 
@@ -174,7 +197,11 @@ class Runner:
     return totals
 
   def evaluate(self, iterator, steps):
-    """The objective's metrics summed over `steps` batches, plus global_step."""
+    """Evaluates `steps` batches of `iterator` (no update).
+
+    Returns:
+      {name: float}: the objective's metrics over all of them, plus `global_step`.
+    """
     totals = self._eval_loop(iterator, tf.constant(steps, tf.int32))
     metrics = self.objective.metrics({k: float(v) for k, v in totals.items()})
     metrics["global_step"] = int(self.global_step.numpy())
@@ -182,6 +209,7 @@ class Runner:
 
   # -- checkpoints ------------------------------------------------------------------------------
   def checkpoint(self):
+    """A tf.train.Checkpoint of the model's parts, the optimizer, the step (and loss scale)."""
     items = dict(model_parts(self.model), optimizer=self.optimizer, global_step=self.global_step)
     if self.loss_scale is not None:
       items["loss_scale"] = self.loss_scale
