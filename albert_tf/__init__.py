@@ -21,6 +21,7 @@ _LAZY = {
     "AlbertSquadV2": "albert_tf.models",
     "load_checkpoint": "albert_tf.checkpoints",
     "load_original_checkpoint": "albert_tf.checkpoints",
+    "save_hf_checkpoint": "albert_tf.checkpoints",
     "save_original_checkpoint": "albert_tf.checkpoints",
 }
 

@@ -46,7 +46,8 @@ def define_run_flags():
   flags.DEFINE_integer("data_seed", None,
                        "Seed of the training input order (default: unseeded, as the original). "
                        "Every record is read once per epoch either way; a seeded input resumes "
-                       "where an interrupted run stopped, so it ends as if it had not stopped.")
+                       "where an interrupted run stopped, so it ends as if it had not stopped "
+                       "(not with --masked_lm_budget, whose masks are drawn unseeded).")
   flags.DEFINE_integer("random_seed", None,
                        "Seed of the weight initialisation and dropout (default: unseeded).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
@@ -60,14 +61,18 @@ def define_finetuning_flags(max_seq_length, learning_rate, train_batch_size=32,
   its defaults), plus the run flags and --dynamic_length."""
   flags.DEFINE_string("albert_config_file", None,
                       "The config json file corresponding to the pre-trained ALBERT model. This "
-                      "specifies the model architecture.")
+                      "specifies the model architecture. Default: the config.json of a Hugging "
+                      "Face --init_checkpoint directory.")
   flags.DEFINE_string("vocab_file", None,
                       "The vocabulary file that the ALBERT model was trained on.")
-  flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
+  flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization. "
+                      "Default: the spiece.model of a Hugging Face --init_checkpoint directory "
+                      "(when --vocab_file is not given either).")
   flags.DEFINE_string("output_dir", None,
                       "The output directory where the model checkpoints will be written.")
   flags.DEFINE_string("init_checkpoint", None,
-                      "Initial checkpoint (usually from a pre-trained ALBERT model).")
+                      "Initial checkpoint (usually from a pre-trained ALBERT model): the released "
+                      "layout, ours, or a Hugging Face directory (model.safetensors).")
   flags.DEFINE_bool("do_lower_case", True,
                     "Whether to lower case the input text. Should be True for uncased models "
                     "and False for cased models.")

@@ -5,6 +5,11 @@
 
 Writes albert_config.json, model.ckpt-best.* (original variable names, no optimizer state) and the
 SentencePiece model. The original's --albert_directory / --checkpoint_name form works too.
+
+With --format=hf it writes Hugging Face transformers' layout instead (config.json,
+model.safetensors, spiece.model, tokenizer_config.json), which transformers' from_pretrained
+loads as it is: AlbertForPreTraining for a pretraining checkpoint, AlbertForSequenceClassification
+or AlbertForQuestionAnswering for a fine-tuned classifier or SQuAD v1 checkpoint.
 """
 
 import os
@@ -23,14 +28,19 @@ flags.DEFINE_string("albert_config_file", None, "The model's albert_config.json.
 flags.DEFINE_string("init_checkpoint", None,
                     "Checkpoint to export: a prefix or a directory, ours or the original layout.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model to ship with the export.")
-flags.DEFINE_bool("do_lower_case", True, "Kept for compatibility with the original's flags.")
+flags.DEFINE_bool("do_lower_case", True, "Kept for compatibility with the original's flags; "
+                  "with --format=hf, written to tokenizer_config.json.")
 flags.DEFINE_string("export_path", None, "The directory to write.")
+flags.DEFINE_enum("format", "released", ["released", "hf"],
+                  "released: the released ALBERT layout (albert_config.json, model.ckpt-best); "
+                  "hf: Hugging Face transformers' (config.json, model.safetensors).")
 
 
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
   from albert_tf.export.released import export_released_layout  # pylint: disable=import-outside-toplevel
   if FLAGS.albert_directory:
     config_file = os.path.join(FLAGS.albert_directory, "albert_config.json")
@@ -40,6 +50,12 @@ def main(argv):
       raise app.UsageError("give --albert_directory, or --albert_config_file and "
                            "--init_checkpoint")
     config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
+  if FLAGS.format == "hf":
+    path = export_hf_layout(AlbertConfig.from_json_file(config_file), checkpoint,
+                            FLAGS.export_path, FLAGS.spm_model_file, FLAGS.do_lower_case,
+                            config_file=config_file)
+    print(f"exported {path}")
+    return
   prefix = export_released_layout(AlbertConfig.from_json_file(config_file), checkpoint,
                                   FLAGS.export_path, FLAGS.spm_model_file,
                                   config_file=config_file)

@@ -5,6 +5,9 @@
       --max_seq_length=128 --export_dir=serving/albert --version=1
 
 Writes <export_dir>/<version>/ atomically; see albert_tf.export.saved_model for the signatures.
+--init_checkpoint may be a Hugging Face directory (config.json, model.safetensors, spiece.model):
+its config and SentencePiece model are then the defaults of --albert_config_file and
+--spm_model_file.
 """
 
 from absl import app, flags
@@ -12,10 +15,15 @@ from absl import app, flags
 from albert_tf.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("albert_config_file", None, "The model's albert_config.json.")
+flags.DEFINE_string("albert_config_file", None,
+                    "The model's albert_config.json. Default: the config.json of a Hugging Face "
+                    "--init_checkpoint directory.")
 flags.DEFINE_string("init_checkpoint", None,
-                    "Checkpoint to export (prefix or directory; ours or the original layout).")
-flags.DEFINE_string("spm_model_file", None, "The SentencePiece model (shipped as an asset).")
+                    "Checkpoint to export (prefix or directory; ours, the original layout or a "
+                    "Hugging Face directory).")
+flags.DEFINE_string("spm_model_file", None,
+                    "The SentencePiece model (shipped as an asset). Default: the spiece.model "
+                    "of a Hugging Face --init_checkpoint directory.")
 flags.DEFINE_bool("do_lower_case", True, "Whether the text is lower-cased before tokenization.")
 flags.DEFINE_integer("max_seq_length", 128, "Length the text signatures pad and truncate to.")
 flags.DEFINE_string("export_dir", None, "TF Serving's model base path.")
@@ -26,20 +34,27 @@ def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
-  from albert_tf.checkpoints import load_checkpoint
-  from albert_tf.config import AlbertConfig
+  from albert_tf.checkpoints import hf, load_checkpoint
   from albert_tf.export.saved_model import ServingModule, export_saved_model
   from albert_tf.models import AlbertPretrainer
   # pylint: enable=import-outside-toplevel
-  model = AlbertPretrainer(AlbertConfig.from_json_file(FLAGS.albert_config_file))
+  try:
+    config, config_file = hf.model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+  except ValueError as e:
+    raise app.UsageError(str(e)) from None
+  spm_model_file = FLAGS.spm_model_file or hf.companion_file(FLAGS.init_checkpoint, hf.SPM_NAME)
+  if not spm_model_file:
+    raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
+                         "directory with spiece.model)")
+  model = AlbertPretrainer(config)
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
-  module = ServingModule(model, FLAGS.spm_model_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
-                         config_file=FLAGS.albert_config_file)
+  module = ServingModule(model, spm_model_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+                         config_file=config_file)
   print(f"loaded {FLAGS.init_checkpoint}: {load_checkpoint(model, FLAGS.init_checkpoint)}")
   print(f"exported {export_saved_model(module, FLAGS.export_dir, FLAGS.version)}")
 
 
 if __name__ == "__main__":
-  for name in ("albert_config_file", "init_checkpoint", "spm_model_file", "export_dir"):
+  for name in ("init_checkpoint", "export_dir"):
     flags.mark_flag_as_required(name)
   app.run(main)

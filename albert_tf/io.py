@@ -134,9 +134,20 @@ def make_temp_dir(directory, prefix):
   return path
 
 
+def _not_found_as_file_not_found(call, path):
+  """Runs call(); TensorFlow's NotFoundError becomes FileNotFoundError, as for local paths, so
+  that callers handle a missing file one way whatever the file system."""
+  try:
+    return call()
+  except Exception as e:  # pylint: disable=broad-except
+    if type(e).__name__ == "NotFoundError" and type(e).__module__.startswith("tensorflow"):
+      raise FileNotFoundError(f"{path}: {getattr(e, 'message', e) or 'not found'}") from e
+    raise
+
+
 def remove(path):
   if is_remote(path):
-    _gfile().remove(path)
+    _not_found_as_file_not_found(lambda: _gfile().remove(path), path)
   else:
     os.remove(path)
 
@@ -220,8 +231,10 @@ class _RemoteReader(io.RawIOBase):
 
 
 def read_text(path):
-  with open_text(path) as f:
-    return f.read()
+  def read():
+    with open_text(path) as f:
+      return f.read()
+  return _not_found_as_file_not_found(read, path)
 
 
 def makedirs(path):

@@ -55,6 +55,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  for name in ("data_dir", "task_name", "output_dir", "albert_config_file"):
+  for name in ("data_dir", "task_name", "output_dir"):
     flags.mark_flag_as_required(name)
   app.run(main)

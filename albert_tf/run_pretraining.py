@@ -5,7 +5,8 @@
       --learning_rate=0.00176 --num_train_steps=125000 --num_warmup_steps=3125
 
 Resumes from the latest checkpoint in --output_dir; --init_checkpoint takes a released TF1
-checkpoint or one of ours.
+checkpoint, one of ours or a Hugging Face directory (whose config.json is the model config when
+--albert_config_file is not given).
 """
 
 from absl import app, flags
@@ -16,12 +17,14 @@ FLAGS = flags.FLAGS
 
 flags.DEFINE_string("albert_config_file", None,
                     "The config json file corresponding to the pre-trained ALBERT model. This "
-                    "specifies the model architecture.")
+                    "specifies the model architecture. Default: the config.json of a Hugging "
+                    "Face --init_checkpoint directory.")
 flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
 flags.DEFINE_string("output_dir", None,
                     "The output directory where the model checkpoints will be written.")
 flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained ALBERT model).")
+                    "Initial checkpoint (usually from a pre-trained ALBERT model): the released "
+                    "layout, ours, or a Hugging Face directory (model.safetensors).")
 flags.DEFINE_integer("max_seq_length", 512,
                      "The maximum total input sequence length after WordPiece tokenization. "
                      "Sequences longer than this will be truncated, and sequences shorter than "
@@ -60,6 +63,5 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flag_as_required("input_file")
-  flags.mark_flag_as_required("albert_config_file")
   flags.mark_flag_as_required("output_dir")
   app.run(main)

@@ -51,6 +51,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  for name in ("data_dir", "spm_model_file", "albert_config_file", "output_dir"):
+  for name in ("data_dir", "output_dir"):
     flags.mark_flag_as_required(name)
   app.run(main)

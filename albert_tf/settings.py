@@ -78,12 +78,14 @@ class ModelSettings:
   """The model and where its weights come from.
 
   Args:
-    albert_config_file: the albert_config.json.
-    init_checkpoint: weights to start from (released layout or ours; a prefix or a directory).
+    albert_config_file: the albert_config.json; None takes init_checkpoint's config.json when
+      that is a Hugging Face directory.
+    init_checkpoint: weights to start from (released layout, ours or Hugging Face's; a prefix
+      or a directory).
     init_from_group0: initialise every layer group from group 0 of init_checkpoint.
     max_seq_length: the sequence length of the inputs (at most max_position_embeddings).
   """
-  albert_config_file: str
+  albert_config_file: Optional[str] = None
   init_checkpoint: Optional[str] = None
   init_from_group0: bool = False
   max_seq_length: int = 512

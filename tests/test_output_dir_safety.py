@@ -134,3 +134,28 @@ def test_finetuning_refuses_a_tokenizer_larger_than_the_vocab(tmp_path):
   assert r.returncode != 0
   assert "has 1000 pieces but the config" in r.stderr and "vocab_size 500" in r.stderr
   assert not (tmp_path / "out").exists()
+
+
+def test_resuming_another_tasks_checkpoint_is_refused(tmp_path):
+  # pylint: disable=import-outside-toplevel
+  import albert_tf
+  import tensorflow as tf
+  from albert_tf.optimization import create_optimizer
+  from albert_tf.settings import TrainSettings
+  from albert_tf.training import runner as runners
+  from albert_tf.training.pretraining import PretrainingObjective
+  # pylint: enable=import-outside-toplevel
+  config = albert_tf.AlbertConfig.from_json_file(CONFIG)
+  strategy = tf.distribute.get_strategy()
+  pretrainer = albert_tf.AlbertPretrainer(config)
+  runner = runners.Runner(strategy, pretrainer, create_optimizer("lamb"), TrainSettings(),
+                          PretrainingObjective())
+  runners.checkpoint_manager(runner.checkpoint(), str(tmp_path), 1, print).save(900)
+
+  classifier = albert_tf.AlbertClassifier(config, 2)
+  other = runners.Runner(strategy, classifier, create_optimizer("lamb"), TrainSettings(),
+                         PretrainingObjective())
+  with pytest.raises(ValueError, match="cannot resume from .*model.ckpt-900: it lacks "
+                     "output_bias, output_weights"):
+    runners.restore_or_initialize(other.checkpoint(), classifier, str(tmp_path), None, print)
+  assert int(other.global_step.numpy()) == 0

@@ -5,7 +5,7 @@ import collections
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from albert_tf.checkpoints import layout, original
+from albert_tf.checkpoints import hf, layout, original
 
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Children of the root of a Runner's checkpoint that hold training state, not model weights.
@@ -22,7 +22,10 @@ def is_original_layout(prefix):
 
 
 def checkpoint_global_step(path):
-  """The global step stored in a checkpoint of either layout (0 when it holds none)."""
+  """The global step stored in a checkpoint of either layout (0 when it holds none, as a
+  Hugging Face checkpoint)."""
+  if hf.is_hf_checkpoint(path):
+    return 0
   reader = original.checkpoint_reader(original.resolve_checkpoint_path(path))
   for name in ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"):
     if reader.has_tensor(name):
@@ -31,14 +34,17 @@ def checkpoint_global_step(path):
 
 
 def load_checkpoint(model, path, init_from_group0=False):
-  """Loads weights from a released/original TF1 checkpoint or one of ours into `model`.
+  """Loads weights from a released/original TF1 checkpoint, one of ours or a Hugging Face one.
 
-  The layout is detected. Only model weights are read (no optimizer state). Either layout follows
-  the same rules: a task head the checkpoint lacks stays as initialised (listed as missing).
+  The layout is detected (a `*.safetensors` file or a directory holding model.safetensors is
+  Hugging Face's, see checkpoints.hf). Only model weights are read (no optimizer state). Every
+  layout follows the same rules: a task head the checkpoint lacks stays as initialised (listed as
+  missing).
 
   Args:
     model: any albert_tf model (AlbertModel, AlbertPretrainer, AlbertClassifier, ...).
-    path: a checkpoint prefix or a directory (its latest checkpoint); any TF file system.
+    path: a checkpoint prefix or a directory (its latest checkpoint), or an HF directory or
+      model.safetensors; any TF file system.
     init_from_group0: initialise layer groups the checkpoint lacks from its group 0.
 
   Returns:
@@ -48,6 +54,8 @@ def load_checkpoint(model, path, init_from_group0=False):
     ValueError: a variable of another shape (names it and both shapes).
     KeyError: encoder variables the checkpoint lacks (the config does not match it).
   """
+  if path is not None and str(path) and hf.is_hf_checkpoint(path):
+    return hf.load_hf_checkpoint(model, path, init_from_group0=init_from_group0)
   prefix = original.resolve_checkpoint_path(path)
   if is_original_layout(prefix):
     return original.load_original_checkpoint(model, prefix, init_from_group0=init_from_group0)

@@ -152,7 +152,7 @@ class ClassifierJob(FineTuningJob):
                                      s.threshold_to_export)
     log(f"Model exported to {export_saved_model(module, s.export_dir, int(time.time()))}.")
 
-  def run(self, after_save=None):
+  def flow(self, after_save):
     """The original binary's flow: (train, evaluating each checkpoint), evaluate the checkpoints
     not evaluated yet, predict with model.ckpt-best, and export it."""
     s = self.settings
@@ -190,4 +190,3 @@ class ClassifierJob(FineTuningJob):
                              examples["test"])
     if s.export_dir and self.chief:
       self.export()
-    self.finish()

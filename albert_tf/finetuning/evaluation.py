@@ -73,16 +73,21 @@ class BestCheckpointTracker:
       last, best_step, best_value = io.read_text(self.trial_file).strip().split(":")
       self.last_step, self.best_step, self.best_value = int(last), int(best_step), float(best_value)
 
-  def record(self, step, result, save_best):
-    """Writes one evaluation; calls save_best() when result[key_name] beats the best so far.
-    Returns True for a new best."""
+  def improves(self, result):
+    """Whether result[key_name] beats the best so far."""
+    value = result[self.key_name]
+    return not math.isnan(value) and value > self.best_value
+
+  def record(self, step, result, save_best, improved=None):
+    """Writes one evaluation; calls save_best() when it is a new best: `improved` when given
+    (a multi-worker run's shared decision), else improves(result). Returns whether it was."""
     result = dict(result, global_step=step)
     lines = [f"{key} = {result[key]}" for key in sorted(result)]
     lines += [f"best = {self.best_value}", "=" * 50]
     if self.writes:
       self._append_results("\n".join(lines) + "\n")
     value = result[self.key_name]
-    improved = not math.isnan(value) and value > self.best_value
+    improved = self.improves(result) if improved is None else improved
     if improved:
       save_best()
       self.best_value, self.best_step = float(value), step

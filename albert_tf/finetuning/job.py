@@ -11,13 +11,26 @@ import tensorflow as tf
 
 from albert_tf import io
 from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
-from albert_tf.checkpoints import save_original_checkpoint
+from albert_tf.checkpoints import hf, save_original_checkpoint
 from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
 from albert_tf.finetuning.inputs import in_file_order
 from albert_tf.tokenization import FullTokenizer, check_vocab_fits
 from albert_tf.training import strategy as strategies
 from albert_tf.training.job import Job, UsageError, log
+
+
+def _with_hf_spm_model(settings):
+  """settings with the SentencePiece model of an HF --init_checkpoint (its spiece.model) when no
+  tokenizer is given: an HF directory ships the tokenizer it was trained with."""
+  tokenizer = settings.tokenizer
+  spm = (None if tokenizer.spm_model_file or tokenizer.vocab_file else
+         hf.companion_file(settings.model.init_checkpoint, hf.SPM_NAME))
+  if spm is None:
+    return settings
+  log(f"tokenizer: {spm} (from --init_checkpoint)")
+  return dataclasses.replace(settings, tokenizer=dataclasses.replace(tokenizer,
+                                                                     spm_model_file=spm))
 
 
 class FineTuningJob(Job):
@@ -32,6 +45,7 @@ class FineTuningJob(Job):
   """
 
   def __init__(self, settings):
+    settings = _with_hf_spm_model(settings)
     super().__init__(settings)
     tokenizer = settings.tokenizer
     if not tokenizer.spm_model_file and not tokenizer.vocab_file:
@@ -42,7 +56,7 @@ class FineTuningJob(Job):
     try:
       check_vocab_fits(max(self.tokenizer.vocab.values()) + 1, self.config.vocab_size,
                        tokenizer.spm_model_file or tokenizer.vocab_file,
-                       settings.model.albert_config_file)
+                       self.config_file)
     except ValueError as e:
       raise UsageError(str(e)) from None
     self.best_path = os.path.join(settings.output_dir, "model.ckpt-best")
@@ -95,7 +109,9 @@ class FineTuningJob(Job):
           self.model, self.best_path, global_step=step, update_checkpoint_state=False),
                               self.best_path)
 
-    if tracker.record(step, result, save_best):
+    # The chief's decision, taken by every worker: save_best is a collective.
+    improved = strategies.chief_decides(self.strategy, tracker.improves(result))
+    if tracker.record(step, result, save_best, improved):
       log(f"new best {tracker.key_name} = {result[tracker.key_name]}: saved {self.best_path}")
 
   def evaluate_checkpoints(self, tracker, evaluate):

@@ -244,7 +244,7 @@ class SquadJob(FineTuningJob):
     return steps, int(steps * s.warmup_proportion)
 
   # -- the flow ---------------------------------------------------------------------------------
-  def run(self, after_save=None):
+  def flow(self, after_save):
     """The original binary's flow: train (each checkpoint evaluated on predict_file), evaluate
     the checkpoints not evaluated yet, write model.ckpt-best's predictions, export it."""
     s = self.settings
@@ -294,4 +294,3 @@ class SquadJob(FineTuningJob):
     if s.export_dir and self.chief:
       from albert_tf.export.squad import export_squad  # pylint: disable=import-outside-toplevel
       log(f"Model exported to {export_squad(self)}.")
-    self.finish()

@@ -52,7 +52,7 @@ def define_flags(v2):
 
 def run(v2):
   """The binary: flags -> SquadSettings -> SquadJob(settings).run()."""
-  for name in ("spm_model_file", "albert_config_file", "output_dir"):
+  for name in ("output_dir",):
     flags.mark_flag_as_required(name)
   app.run(lambda argv: common_flags.run_job(
       "albert_tf.finetuning.squad_job", "SquadJob",

@@ -14,7 +14,7 @@ import sys
 import tensorflow as tf
 
 from albert_tf import io
-from albert_tf.config import AlbertConfig
+from albert_tf.checkpoints import hf
 from albert_tf.optimization import create_optimizer
 from albert_tf.training import precision
 from albert_tf.training import runner as runners
@@ -61,13 +61,19 @@ class Job:
   def __init__(self, settings):
     self.settings = settings
     model = settings.model
-    self.config = AlbertConfig.from_json_file(model.albert_config_file)
+    try:
+      self.config, self.config_file = hf.model_config(model.albert_config_file,
+                                                      model.init_checkpoint)
+    except ValueError as e:
+      if model.albert_config_file:
+        raise
+      raise UsageError(str(e)) from None
     if model.max_seq_length > self.config.max_position_embeddings:
       raise UsageError(
           f"--max_seq_length={model.max_seq_length}: cannot use sequence length "
           f"{model.max_seq_length} because the ALBERT model was only trained up to sequence "
           f"length {self.config.max_position_embeddings} (max_position_embeddings in "
-          f"{model.albert_config_file})")
+          f"{self.config_file})")
     self.strategy = create_strategy(settings.run, settings.train)
     self.chief = strategies.is_chief(self.strategy)
     self.model_dir = strategies.worker_dir(self.strategy, settings.output_dir)
@@ -89,9 +95,17 @@ class Job:
     output_dir or an init_checkpoint."""
     return False
 
-  def run(self, after_save=None):
-    """The binary's flow. after_save(step, path) runs after each checkpoint."""
+  def flow(self, after_save):
+    """The binary's flow (subclasses): claim_output_dir, build, train, evaluate..."""
     raise NotImplementedError
+
+  def run(self, after_save=None):
+    """Runs the binary's flow; after_save(step, path) runs after each checkpoint. Whatever
+    happens, output_dir is released at the end (a failed job can be run again in-process)."""
+    try:
+      self.flow(after_save)
+    finally:
+      self.finish()
 
   # -- the skeleton -----------------------------------------------------------------------------
   def claim_output_dir(self):
@@ -107,8 +121,11 @@ class Job:
           "Train first (--do_train), or point --output_dir or --init_checkpoint at a "
           "fine-tuned model")
     io.makedirs(output_dir)
-    if self.chief:
+
+    def take_lock():
       self._lock = OutputDirLock(output_dir, log).acquire()
+    # Through the chief: a lock it cannot take stops every worker, not the chief alone.
+    strategies.run_on_chief(self.strategy, take_lock, f"the lock of {output_dir}")
 
   def build(self, train=None):
     """The model, optimizer, Runner and checkpoint manager; resumes from output_dir, else loads

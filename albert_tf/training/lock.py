@@ -115,9 +115,13 @@ class OutputDirLock:
               f"{os.path.dirname(self.path)} is in use by another run: {_describe(holder)}. Wait "
               f"for it to finish or choose another --output_dir; if that run is gone (another "
               f"host cannot be checked from here), delete {self.path}") from None
-        self.log(f"taking over the stale lock {self.path} of a run that is gone: "
-                 f"{_describe(holder) if holder else 'unreadable lock file'}")
         try:
+          # Another starter may have taken the stale lock over meanwhile: remove only the very
+          # record judged stale (a small window remains on file systems without locks).
+          if _read(self.path) != holder:
+            continue
+          self.log(f"taking over the stale lock {self.path} of a run that is gone: "
+                   f"{_describe(holder) if holder else 'unreadable lock file'}")
           io.remove(self.path)
         except FileNotFoundError:
           pass

@@ -119,7 +119,7 @@ class PretrainingJob(Job):
                                input_context=input_context, dynamic=self.dynamic,
                                seed=s.run.data_seed, start_step=start_step)
 
-  def run(self, after_save=None):
+  def flow(self, after_save):
     """Trains (resuming from output_dir), then evaluates into eval_results.txt."""
     s = self.settings
     self.claim_output_dir()
@@ -137,4 +137,3 @@ class PretrainingJob(Job):
                               "".join(f"{key} = {result[key]}\n" for key in sorted(result)))
       for key in sorted(result):
         log(f"  {key} = {result[key]}")
-    self.finish()

@@ -217,13 +217,16 @@ class Runner:
 
 
 def remove_partial_checkpoints(directory, log):
-  """Deletes the `model.ckpt-<step>_temp/` folders a run killed while saving leaves behind (TF
-  writes a checkpoint's shards there, then merges them under the final name). Call only while
+  """Deletes the temporary folders a run killed while saving a checkpoint leaves behind (the
+  shards are written there, then moved under the final name). Call only while
   holding the output_dir's lock: a live run's save looks the same."""
-  for path in io.glob_files(os.path.join(directory, "model.ckpt-*_temp")):
-    if io.isdir(path):
-      log(f"removing {path}, a checkpoint left unfinished by an interrupted run")
-      io.rmtree(path)
+  # model.ckpt-<step>_temp: tf.train.Checkpoint's shards; .tmp_ckpt_*: save_original_checkpoint's
+  # (model.ckpt-best).
+  for pattern in ("model.ckpt-*_temp", ".tmp_ckpt_*"):
+    for path in io.glob_files(os.path.join(directory, pattern)):
+      if io.isdir(path):
+        log(f"removing {path}, a checkpoint left unfinished by an interrupted run")
+        io.rmtree(path)
 
 
 def checkpoint_manager(checkpoint, directory, keep_checkpoint_max, log):
@@ -245,15 +248,17 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, log,
   if latest:
     try:
       # Checks the model's variables against the checkpoint's first: restoring the whole
-      # training state would leave variables of a changed config at random values unnoticed.
-      load_checkpoint(model, latest)
-    except (KeyError, ValueError) as e:
-      reason = e.args[0] if e.args else e
+      # training state would leave variables of a changed config or task at random values.
+      report = load_checkpoint(model, latest)
+      if report.missing:
+        raise ValueError(f"it lacks {', '.join(report.missing)}")
+      checkpoint.read(latest).expect_partial()
+    except (KeyError, ValueError, tf.errors.OpError) as e:
+      reason = e.args[0] if isinstance(e, (KeyError, ValueError)) and e.args else e
       raise ValueError(
-          f"cannot resume from {latest}: {reason} (output_dir was written with another "
-          "albert_config or task: resume with the one it was trained with, or use a new "
-          "--output_dir)") from None
-    checkpoint.read(latest).expect_partial()
+          f"cannot resume from {latest}: {reason}. A checkpoint in output_dir is resumed with "
+          "the albert_config, task and optimizer it was trained with: use those, or a new "
+          "--output_dir") from None
     log(f"resumed from {latest} at step {int(checkpoint.global_step.numpy())}")
     return latest
   if init_checkpoint:

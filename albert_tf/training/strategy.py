@@ -93,6 +93,12 @@ def barrier(strategy, failed=False):
   return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, flags, axis=None) > 0)
 
 
+def chief_decides(strategy, value):
+  """The chief's bool `value` on every worker (each worker must call it, as `barrier`): for
+  decisions that lead to collectives, which every worker must then take alike."""
+  return barrier(strategy, failed=bool(value) and is_chief(strategy))
+
+
 def run_on_chief(strategy, write, what):
   """Runs write() on the chief only, then makes every worker wait for it (`barrier`): the others
   read what the chief writes (cached features), and must not look before it is complete. An error

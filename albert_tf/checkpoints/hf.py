@@ -1,0 +1,395 @@
+"""Hugging Face transformers checkpoints (config.json + model.safetensors), both ways.
+
+HF's ALBERT layout is a renaming of the original one: every model names its variables by their
+original TF1 names (`original_variables()`), and each name maps to one HF key, dense kernels
+transposed (torch's Linear keeps [out, in]). The MLM decoder is tied to the word embeddings, so
+HF writes neither `predictions.decoder.weight` nor `predictions.decoder.bias` (the latter is
+`predictions.bias`).
+"""
+
+import json
+import os
+import re
+
+import numpy as np
+import safetensors.numpy
+
+from albert_tf import io
+from albert_tf.checkpoints import layout, original
+
+WEIGHTS_NAME = "model.safetensors"
+CONFIG_NAME = "config.json"
+SPM_NAME = "spiece.model"
+TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
+_INDEX_NAME = "model.safetensors.index.json"
+_PREFIX = "albert."
+_PROJECTION = "encoder.embedding_hidden_mapping_in"
+# Keys HF may write for the tied decoder; they are the word embeddings and predictions.bias.
+_TIED = ("predictions.decoder.weight", "predictions.decoder.bias")
+
+# Original name under `.../inner_group_k/` -> (HF name under `...albert_layers.k.`, transposed).
+_LAYER = {
+    "attention_1/self/query/kernel": ("attention.query.weight", True),
+    "attention_1/self/query/bias": ("attention.query.bias", False),
+    "attention_1/self/key/kernel": ("attention.key.weight", True),
+    "attention_1/self/key/bias": ("attention.key.bias", False),
+    "attention_1/self/value/kernel": ("attention.value.weight", True),
+    "attention_1/self/value/bias": ("attention.value.bias", False),
+    "attention_1/output/dense/kernel": ("attention.dense.weight", True),
+    "attention_1/output/dense/bias": ("attention.dense.bias", False),
+    "LayerNorm/gamma": ("attention.LayerNorm.weight", False),
+    "LayerNorm/beta": ("attention.LayerNorm.bias", False),
+    "ffn_1/intermediate/dense/kernel": ("ffn.weight", True),
+    "ffn_1/intermediate/dense/bias": ("ffn.bias", False),
+    "ffn_1/intermediate/output/dense/kernel": ("ffn_output.weight", True),
+    "ffn_1/intermediate/output/dense/bias": ("ffn_output.bias", False),
+    "LayerNorm_1/gamma": ("full_layer_layer_norm.weight", False),
+    "LayerNorm_1/beta": ("full_layer_layer_norm.bias", False),
+}
+_LAYER_NAME = re.compile(r"bert/encoder/transformer/group_(\d+)/inner_group_(\d+)/(.+)")
+
+# The other original names -> (HF key, `albert.` prefixed, transposed). The heads' output
+# weights are [labels, H] in both layouts.
+_FIXED = {
+    "bert/embeddings/word_embeddings": ("embeddings.word_embeddings.weight", True, False),
+    "bert/embeddings/token_type_embeddings": ("embeddings.token_type_embeddings.weight", True,
+                                              False),
+    "bert/embeddings/position_embeddings": ("embeddings.position_embeddings.weight", True,
+                                            False),
+    "bert/embeddings/LayerNorm/gamma": ("embeddings.LayerNorm.weight", True, False),
+    "bert/embeddings/LayerNorm/beta": ("embeddings.LayerNorm.bias", True, False),
+    "bert/encoder/embedding_hidden_mapping_in/kernel": (_PROJECTION + ".weight", True, True),
+    "bert/encoder/embedding_hidden_mapping_in/bias": (_PROJECTION + ".bias", True, False),
+    "bert/pooler/dense/kernel": ("pooler.weight", True, True),
+    "bert/pooler/dense/bias": ("pooler.bias", True, False),
+    "cls/predictions/transform/dense/kernel": ("predictions.dense.weight", False, True),
+    "cls/predictions/transform/dense/bias": ("predictions.dense.bias", False, False),
+    "cls/predictions/transform/LayerNorm/gamma": ("predictions.LayerNorm.weight", False, False),
+    "cls/predictions/transform/LayerNorm/beta": ("predictions.LayerNorm.bias", False, False),
+    "cls/predictions/output_bias": ("predictions.bias", False, False),
+    "cls/seq_relationship/output_weights": ("sop_classifier.classifier.weight", False, False),
+    "cls/seq_relationship/output_bias": ("sop_classifier.classifier.bias", False, False),
+    "output_weights": ("classifier.weight", False, False),
+    "output_bias": ("classifier.bias", False, False),
+    "cls/squad/output_weights": ("qa_outputs.weight", False, False),
+    "cls/squad/output_bias": ("qa_outputs.bias", False, False),
+}
+
+# Our model class -> the transformers class whose checkpoint has the same weights.
+ARCHITECTURES = {
+    "AlbertModel": "AlbertModel",
+    "AlbertPretrainer": "AlbertForPreTraining",
+    "AlbertClassifier": "AlbertForSequenceClassification",
+    "AlbertMultipleChoice": "AlbertForMultipleChoice",
+    "AlbertSpanLabeler": "AlbertForQuestionAnswering",
+}
+
+
+def hf_key(name, encoder_prefix=_PREFIX):
+  """The HF key of an original variable name, and whether its value is transposed.
+
+  Args:
+    name: an original TF1 name (`bert/...`, `cls/...`, `output_weights`, ...).
+    encoder_prefix: prepended to the encoder's keys: "albert." in the task models' checkpoints,
+      "" in an AlbertModel's.
+
+  Returns:
+    (key, transposed).
+
+  Raises:
+    KeyError: for a name that has no HF counterpart (naming it).
+  """
+  match = _LAYER_NAME.fullmatch(name)
+  if match and match.group(3) in _LAYER:
+    group, inner, rest = match.groups()
+    suffix, transposed = _LAYER[rest]
+    return (f"{encoder_prefix}encoder.albert_layer_groups.{group}.albert_layers.{inner}."
+            f"{suffix}", transposed)
+  if name not in _FIXED:
+    raise KeyError(f"variable {name} has no Hugging Face counterpart")
+  key, prefixed, transposed = _FIXED[name]
+  return (encoder_prefix + key if prefixed else key), transposed
+
+
+def is_hf_checkpoint(path):
+  """True for a `*.safetensors` file or a directory holding model.safetensors (or its sharded
+  index), as transformers' save_pretrained writes."""
+  path = os.fspath(path)
+  if path.endswith(".safetensors"):
+    return io.exists(path)
+  return io.isdir(path) and (io.exists(os.path.join(path, WEIGHTS_NAME))
+                             or io.exists(os.path.join(path, _INDEX_NAME)))
+
+
+def read_safetensors(path):
+  """{key: numpy array} of an HF checkpoint (a file, or a directory: one or sharded files).
+
+  Args:
+    path: a `*.safetensors` file or a directory as `is_hf_checkpoint` accepts; any TF file system.
+
+  Returns:
+    The tensors by their HF keys.
+
+  Raises:
+    FileNotFoundError: when `path` holds no safetensors weights.
+  """
+  path = os.fspath(path)
+  if path.endswith(".safetensors"):
+    files = [path]
+  elif io.exists(os.path.join(path, WEIGHTS_NAME)):
+    files = [os.path.join(path, WEIGHTS_NAME)]
+  elif io.exists(os.path.join(path, _INDEX_NAME)):
+    weight_map = json.loads(io.read_text(os.path.join(path, _INDEX_NAME)))["weight_map"]
+    files = [os.path.join(path, f) for f in sorted(set(weight_map.values()))]
+  else:
+    raise FileNotFoundError(f"no Hugging Face weights at {path}: expected a .safetensors file or "
+                            f"a directory with {WEIGHTS_NAME}")
+  tensors = {}
+  for f in files:
+    if not io.exists(f):
+      raise FileNotFoundError(f"Hugging Face weights file not found: {f}")
+    with io.open_binary(f) as stream:
+      tensors.update(safetensors.numpy.load(stream.read()))
+  return tensors
+
+
+class _Reader:
+  """HF tensors under original names' HF keys, transposed where the original's are: what
+  original.load_variables reads (a CheckpointReader's two methods)."""
+
+  def __init__(self, tensors, transposed):
+    self._tensors = tensors
+    self._transposed = transposed
+
+  def _value(self, key):
+    value = self._tensors[key]
+    return value.T if key in self._transposed else value
+
+  def get_variable_to_shape_map(self):
+    return {key: list(self._value(key).shape) for key in self._tensors}
+
+  def get_tensor(self, key):
+    return np.ascontiguousarray(self._value(key))
+
+
+def load_hf_checkpoint(model, path, init_from_group0=False):
+  """Loads a Hugging Face ALBERT checkpoint (transformers' save_pretrained) into `model`.
+
+  Sources: AlbertModel (keys without `albert.`), AlbertForPreTraining, AlbertForMaskedLM,
+  AlbertForSequenceClassification, AlbertForQuestionAnswering (no pooler: it is reported
+  missing and stays as initialised), AlbertForMultipleChoice.
+
+  Args:
+    model: any albert_tf model (AlbertModel, AlbertPretrainer, AlbertClassifier, ...).
+    path: a `*.safetensors` file or a directory holding model.safetensors; any TF file system.
+    init_from_group0: initialise layer groups the checkpoint lacks from its group 0.
+
+  Returns:
+    A LoadReport: model variables by their original names, unused ones by their HF keys.
+
+  Raises:
+    ValueError: a variable of another shape (names it and both shapes), or an HF projection
+      `embedding_hidden_mapping_in` that the model (embedding_size == hidden_size) has no room
+      for and that is not the identity.
+    KeyError: encoder variables the checkpoint lacks (the config does not match it).
+  """
+  path = os.fspath(path)
+  tensors = read_safetensors(path)
+  prefix = _PREFIX if any(k.startswith(_PREFIX) for k in tensors) else ""
+  targets = layout.original_variable_map(model)
+  sources, transposed = {}, set()
+  for name in targets:
+    key, flip = hf_key(name, prefix)
+    if name == "cls/predictions/output_bias" and key not in tensors:
+      key = "predictions.decoder.bias"  # older transformers wrote the bias here too
+    if key in tensors:
+      sources[name] = key
+      if flip:
+        transposed.add(key)
+  used = set(sources.values()) | set(_TIED)
+  used |= _check_projection(targets, tensors, prefix, path)
+  _check_encoder(targets, sources, path, init_from_group0)
+  loaded, missing, from_group0 = original.load_variables(
+      targets, sources, _Reader(tensors, transposed), path, init_from_group0,
+      strict_encoder=False)
+  unused = sorted(k for k in tensors if k not in used)
+  return original.LoadReport(path, loaded, missing, unused, from_group0)
+
+
+def _check_projection(targets, tensors, prefix, path):
+  """HF always has embedding_hidden_mapping_in; the original has none when E == H. An identity
+  projection with zero bias (what save_hf_checkpoint writes then) changes nothing: the keys are
+  taken as used. Returns those keys."""
+  weight, bias = prefix + _PROJECTION + ".weight", prefix + _PROJECTION + ".bias"
+  if "bert/encoder/embedding_hidden_mapping_in/kernel" in targets or weight not in tensors:
+    return set()
+  w, b = tensors[weight], tensors.get(bias)
+  identity = (w.ndim == 2 and w.shape[0] == w.shape[1]
+              and np.array_equal(w, np.eye(len(w), dtype=w.dtype)))
+  if identity and (b is None or not b.any()):
+    return {weight, bias}
+  raise ValueError(
+      f"Hugging Face checkpoint {path} has {weight} {list(w.shape)}, a learned projection of "
+      "the embeddings (HF always has one), but the model has embedding_size == hidden_size, for "
+      "which the original ALBERT (and this model) has no projection. Only an identity projection "
+      "with zero bias loads into such a model; this one is not: the checkpoint cannot be "
+      "represented in the original architecture")
+
+
+def _check_encoder(targets, sources, path, init_from_group0):
+  """Raises before anything is assigned when encoder variables are absent. The pooler may be:
+  transformers' AlbertForQuestionAnswering has none."""
+  absent = sorted(
+      n for n in targets
+      if layout.is_encoder_name(n) and not n.startswith("bert/pooler/") and n not in sources
+      and not (init_from_group0 and original._group0_name(n) in sources))  # pylint: disable=protected-access
+  if absent:
+    listing = ", ".join(hf_key(n)[0] for n in absent[:10])
+    raise KeyError(
+        f"Hugging Face checkpoint {path} lacks {len(absent)} encoder weights the model has "
+        f"({listing}{' ...' if len(absent) > 10 else ''}). The albert_config does not match the "
+        "checkpoint's config.json: compare num_hidden_groups, inner_group_num and embedding_size "
+        "(or build the config with AlbertConfig.from_hf_config)")
+
+
+def hf_tensors(model):
+  """{HF key: float32 array} of the model's weights, as transformers' save_pretrained writes
+  them for the matching architecture (see ARCHITECTURES).
+
+  Args:
+    model: AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice or
+      AlbertSpanLabeler.
+
+  Returns:
+    The tensors: for an AlbertModel without the `albert.` prefix; for AlbertSpanLabeler without
+    the pooler (transformers' AlbertForQuestionAnswering has none); the tied decoder not written.
+  """
+  kind = architecture(model)
+  prefix = "" if kind == "AlbertModel" else _PREFIX
+  tensors = {}
+  for name, variable in layout.original_variable_map(model).items():
+    if kind == "AlbertForQuestionAnswering" and name.startswith("bert/pooler/"):
+      continue
+    key, transposed = hf_key(name, prefix)
+    value = variable.numpy().astype(np.float32)
+    tensors[key] = np.ascontiguousarray(value.T if transposed else value)
+  hidden = model.config.hidden_size
+  if prefix + _PROJECTION + ".weight" not in tensors:
+    # E == H: the original has no projection, HF always has one. The identity is exact.
+    tensors[prefix + _PROJECTION + ".weight"] = np.eye(hidden, dtype=np.float32)
+    tensors[prefix + _PROJECTION + ".bias"] = np.zeros(hidden, np.float32)
+  return tensors
+
+
+def architecture(model):
+  """The transformers class name matching `model` (see ARCHITECTURES).
+
+  Raises:
+    TypeError: for a model transformers has no counterpart of (naming it).
+  """
+  for cls in type(model).__mro__:
+    if cls.__name__ in ARCHITECTURES:
+      return ARCHITECTURES[cls.__name__]
+  raise TypeError(f"no Hugging Face architecture is known for {type(model).__name__}: export an "
+                  f"{', '.join(ARCHITECTURES)}")
+
+
+def write_safetensors(tensors, path):
+  """Writes `tensors` to a safetensors file atomically, with the metadata transformers checks
+  (`format: pt`: it refuses files without a known format)."""
+  data = safetensors.numpy.save(tensors, metadata={"format": "pt"})
+  with io.AtomicFile(path) as f:
+    f.write(data)
+
+
+def save_hf_checkpoint(model, directory, spm_model_file=None, do_lower_case=True):
+  """Writes `model` as transformers' save_pretrained does, for `from_pretrained` to load as is.
+
+  Writes config.json, model.safetensors (float32) and, given a SentencePiece model,
+  spiece.model and tokenizer_config.json (transformers' AlbertTokenizer). Each file is written
+  atomically.
+
+  Args:
+    model: AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice or
+      AlbertSpanLabeler (see ARCHITECTURES).
+    directory: the directory to write (created if missing); any TF file system.
+    spm_model_file: the SentencePiece model the checkpoint was trained with, or None.
+    do_lower_case: whether the tokenizer lower-cases text (the released models do).
+
+  Returns:
+    The directory.
+
+  Raises:
+    TypeError: for a model without an HF counterpart.
+  """
+  directory = os.fspath(directory)
+  kind = architecture(model)
+  tensors = hf_tensors(model)
+  io.makedirs(directory)
+  num_labels = getattr(model, "num_labels", None)
+  if kind == "AlbertForMultipleChoice":
+    num_labels = None  # one score per choice, whatever the config's num_labels
+  config = model.config.to_hf_config(architecture=kind, num_labels=num_labels)
+  write_safetensors(tensors, os.path.join(directory, WEIGHTS_NAME))
+  if spm_model_file:
+    io.copy(spm_model_file, os.path.join(directory, SPM_NAME))
+    io.write_text_atomically(os.path.join(directory, TOKENIZER_CONFIG_NAME),
+                             json.dumps(tokenizer_config(model.config, do_lower_case),
+                                        indent=2, sort_keys=True) + "\n")
+  # config.json last: from_pretrained looks for it first, so a directory with it is complete.
+  io.write_text_atomically(os.path.join(directory, CONFIG_NAME),
+                           json.dumps(config, indent=2, sort_keys=True) + "\n")
+  return directory
+
+
+def tokenizer_config(config, do_lower_case=True):
+  """transformers' AlbertTokenizer settings for the original's SentencePiece preprocessing
+  (albert_tf.tokenization: spaces collapsed, accents stripped, lower-cased when asked)."""
+  return {
+      "tokenizer_class": "AlbertTokenizer",
+      "do_lower_case": bool(do_lower_case),
+      "remove_space": True,
+      "keep_accents": False,
+      "bos_token": "[CLS]",
+      "eos_token": "[SEP]",
+      "cls_token": "[CLS]",
+      "sep_token": "[SEP]",
+      "unk_token": "<unk>",
+      "pad_token": "<pad>",
+      "mask_token": "[MASK]",
+      "model_max_length": config.max_position_embeddings,
+  }
+
+
+def companion_file(checkpoint, name):
+  """`<checkpoint>/<name>` when `checkpoint` is an HF directory holding that file (config.json,
+  spiece.model), else None: what the binaries take when --albert_config_file or
+  --spm_model_file is not given."""
+  if not checkpoint or not io.isdir(os.fspath(checkpoint)) or not is_hf_checkpoint(checkpoint):
+    return None
+  path = os.path.join(os.fspath(checkpoint), name)
+  return path if io.exists(path) else None
+
+
+def model_config(albert_config_file, init_checkpoint):
+  """The model config of a binary: `albert_config_file` when given, else the config.json of
+  `init_checkpoint` when that is an HF directory.
+
+  Args:
+    albert_config_file: an albert_config.json, or None.
+    init_checkpoint: the checkpoint the model starts from, or None.
+
+  Returns:
+    (AlbertConfig, the file it was read from).
+
+  Raises:
+    ValueError: when neither gives a config (saying which flag to set).
+  """
+  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  if albert_config_file:
+    return AlbertConfig.from_json_file(albert_config_file), albert_config_file
+  hf_config = companion_file(init_checkpoint, CONFIG_NAME)
+  if hf_config:
+    return AlbertConfig.from_hf_config(hf_config), hf_config
+  raise ValueError("no model config: give --albert_config_file, or an --init_checkpoint that is "
+                   "a Hugging Face directory with config.json")
