@@ -1,11 +1,9 @@
 """A directory in Hugging Face transformers' layout (config.json, model.safetensors, spiece.model,
 tokenizer_config.json) from a checkpoint of any layout, for transformers' from_pretrained."""
 
-import re
 
-from albert_tf import io
 from albert_tf.checkpoints import hf, load_checkpoint, original
-from albert_tf.export.staging import remove_stale_staging_dirs, staging_dir
+from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertSpanLabeler
 from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
 
@@ -41,9 +39,7 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
     FileExistsError: when export_dir exists and is not empty.
     ValueError, KeyError: as load_checkpoint, when the checkpoint does not match the config.
   """
-  export_dir = io.abspath(export_dir)
-  if io.exists(export_dir) and io.listdir(export_dir):
-    raise FileExistsError(f"export directory {export_dir} exists and is not empty")
+  export_dir = checked_export_dir(export_dir)
   if spm_model_file:
     check_vocab_fits(spm_vocab_size(spm_model_file), config.vocab_size, spm_model_file,
                      config_file)
@@ -51,19 +47,8 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   report = load_checkpoint(model, checkpoint)
   if isinstance(model, AlbertPretrainer) and any(n.startswith("cls/") for n in report.missing):
     model = model.encoder  # no pretraining heads to write: random ones would mislead
-  parent, name = io.split(export_dir)
-  io.makedirs(parent)
-  remove_stale_staging_dirs(parent, re.escape(name))
-  tmp = staging_dir(parent, name)
-  io.rmtree(tmp, ignore_errors=True)
-  try:
-    hf.save_hf_checkpoint(model, tmp, spm_model_file, do_lower_case)
-    if io.exists(export_dir):
-      io.rmdir(export_dir)
-    io.rename(tmp, export_dir)
-  except BaseException:
-    io.rmtree(tmp, ignore_errors=True)
-    raise
+  write_directory_atomically(export_dir, lambda directory: hf.save_hf_checkpoint(
+      model, directory, spm_model_file, do_lower_case))
   return export_dir
 
 

@@ -53,3 +53,32 @@ def remove_stale_staging_dirs(parent, stem_pattern, legacy=False):
     io.rmtree(path, ignore_errors=True)
     removed.append(path)
   return removed
+
+
+def checked_export_dir(export_dir):
+  """`export_dir` as an absolute path (any file system). Raises FileExistsError when it exists
+  and is not empty: an export never mixes with other files."""
+  export_dir = io.abspath(export_dir)
+  if io.exists(export_dir) and io.listdir(export_dir):
+    raise FileExistsError(f"export directory {export_dir} exists and is not empty")
+  return export_dir
+
+
+def write_directory_atomically(export_dir, write):
+  """Runs write(staging) on this process's staging directory next to export_dir (created), then
+  renames it into place: export_dir is absent, empty or complete. Staging directories of killed
+  exports to the same place are removed first; a failed write removes its own."""
+  parent, name = io.split(export_dir)
+  io.makedirs(parent)
+  remove_stale_staging_dirs(parent, re.escape(name))
+  tmp = staging_dir(parent, name)
+  io.rmtree(tmp, ignore_errors=True)
+  io.makedirs(tmp)
+  try:
+    write(tmp)
+    if io.exists(export_dir):
+      io.rmdir(export_dir)
+    io.rename(tmp, export_dir)
+  except BaseException:
+    io.rmtree(tmp, ignore_errors=True)
+    raise
