@@ -10,7 +10,9 @@ HF writes neither `predictions.decoder.weight` nor `predictions.decoder.bias` (t
 import json
 import os
 import re
+from typing import Optional
 
+import keras
 import numpy as np
 import safetensors.numpy
 
@@ -172,7 +174,7 @@ class _Reader:
     return np.ascontiguousarray(self._value(key))
 
 
-def load_hf_checkpoint(model, path, init_from_group0=False):
+def load_hf_checkpoint(model: keras.Model, path: str, init_from_group0: bool = False) -> "original.LoadReport":
   """Loads a Hugging Face ALBERT checkpoint (transformers' save_pretrained) into `model`.
 
   Sources: AlbertModel (keys without `albert.`), AlbertForPreTraining, AlbertForMaskedLM,
@@ -302,7 +304,8 @@ def write_safetensors(tensors, path):
     f.write(data)
 
 
-def save_hf_checkpoint(model, directory, spm_model_file=None, do_lower_case=True):
+def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optional[str] = None,
+                       do_lower_case: bool = True) -> str:
   """Writes `model` as transformers' save_pretrained does, for `from_pretrained` to load as is.
 
   Writes config.json, model.safetensors (float32) and, given a SentencePiece model,

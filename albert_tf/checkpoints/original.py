@@ -3,7 +3,9 @@
 import dataclasses
 import os
 import re
+from typing import Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -68,7 +70,8 @@ def _group0_name(name):
   return re.sub(r"/group_\d+/", "/group_0/", name)
 
 
-def load_original_checkpoint(model, path, init_from_group0=False, strict_encoder=True):
+def load_original_checkpoint(model: keras.Model, path: str, init_from_group0: bool = False,
+                             strict_encoder: bool = True) -> LoadReport:
   """Loads a released/original TF1 checkpoint into an AlbertModel or AlbertPretrainer.
 
   Args:
@@ -144,8 +147,9 @@ def _group0_hint(missing, init_from_group0):
   return " (or, to grow the model on purpose, pass init_from_group0 to copy group_0 into them)"
 
 
-def save_original_checkpoint(model, prefix, global_step=0, extra_tensors=None,
-                             update_checkpoint_state=True):
+def save_original_checkpoint(model: keras.Model, prefix: str, global_step: int = 0,
+                             extra_tensors: Optional[dict] = None,
+                             update_checkpoint_state: bool = True) -> str:
   """Writes the model's weights as a TF1 checkpoint in the released layout.
 
   Writes `<prefix>.index` and `<prefix>.data-00000-of-00001` (plus `global_step`) through a

@@ -2,6 +2,7 @@
 
 import collections
 
+import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
@@ -33,7 +34,8 @@ def checkpoint_global_step(path):
   return 0
 
 
-def load_checkpoint(model, path, init_from_group0=False):
+def load_checkpoint(model: keras.Model, path: str,
+                    init_from_group0: bool = False) -> original.LoadReport:
   """Loads weights from a released/original TF1 checkpoint, one of ours or a Hugging Face one.
 
   The layout is detected (a `*.safetensors` file or a directory holding model.safetensors is

@@ -171,7 +171,7 @@ class Runner:
       sums = self.strategy.run(self._replica_step, args=(next(iterator),))
     return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
 
-  def train_steps(self, iterator, steps):
+  def train_steps(self, iterator, steps: int) -> dict:
     """Runs `steps` updates in one compiled call.
 
     Args:
@@ -196,7 +196,7 @@ class Runner:
       totals = sums if totals is None else {k: totals[k] + sums[k] for k in sums}
     return totals
 
-  def evaluate(self, iterator, steps):
+  def evaluate(self, iterator, steps: int) -> dict:
     """Evaluates `steps` batches of `iterator` (no update).
 
     Returns:
