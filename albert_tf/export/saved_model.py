@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from albert_tf import io
 from albert_tf.export.serving_inputs import check_texts, check_token_inputs
-from albert_tf.export.staging import remove_stale_staging_dirs, staging_dir
+from albert_tf.export.staging import write_directory_atomically
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 from albert_tf.tokenization.vocab_check import check_vocab_fits
 
@@ -169,15 +169,8 @@ def export_saved_model(module, export_dir, version):
   final = os.path.join(export_dir, str(int(version)))
   if io.exists(final):
     raise FileExistsError(f"{final} exists already; choose another --version")
-  io.makedirs(export_dir)
-  # Any version's: a killed export of version 3 is garbage once version 4 is exported.
-  remove_stale_staging_dirs(export_dir, r"\d+", legacy=True)
-  tmp = staging_dir(export_dir, int(version))
-  io.rmtree(tmp, ignore_errors=True)
-  try:
-    tf.saved_model.save(module, tmp, signatures=module.signatures())
-    io.rename(tmp, final)
-  except BaseException:
-    io.rmtree(tmp, ignore_errors=True)
-    raise
+  # Any version's leftovers: a killed export of version 3 is garbage once version 4 is exported.
+  write_directory_atomically(
+      final, lambda staging: tf.saved_model.save(module, staging, signatures=module.signatures()),
+      stale_stems=r"\d+", legacy=True)
   return final

@@ -64,13 +64,14 @@ def checked_export_dir(export_dir):
   return export_dir
 
 
-def write_directory_atomically(export_dir, write):
+def write_directory_atomically(export_dir, write, stale_stems=None, legacy=False):
   """Runs write(staging) on this process's staging directory next to export_dir (created), then
   renames it into place: export_dir is absent, empty or complete. Staging directories of killed
-  exports to the same place are removed first; a failed write removes its own."""
+  exports are removed first: those of export_dir's name, or of every name matching the regex
+  `stale_stems` (`legacy` as remove_stale_staging_dirs); a failed write removes its own."""
   parent, name = io.split(export_dir)
   io.makedirs(parent)
-  remove_stale_staging_dirs(parent, re.escape(name))
+  remove_stale_staging_dirs(parent, stale_stems or re.escape(name), legacy)
   tmp = staging_dir(parent, name)
   io.rmtree(tmp, ignore_errors=True)
   io.makedirs(tmp)
