@@ -5,7 +5,8 @@
 
 Same flags and, for the same inputs and seed, the same records as the original. `--num_workers`
 processes input files in parallel, one output file per input file, file i seeded with
-random_seed + i. `--output_file=out/` (an existing directory, or any path ending in '/', created
+random_seed + i; `--beam_pipeline_options` does the same as an Apache Beam pipeline (DirectRunner,
+Dataflow, Flink, Spark), reading and writing through Beam's FileSystems. `--output_file=out/` (an existing directory, or any path ending in '/', created
 if missing) writes `out/<input base name>.tfrecord` per input.
 
 Flags that would write useless records (no masked positions, no instances) and outputs that would
@@ -18,7 +19,7 @@ from absl import app, flags
 
 from albert_tf.startup import quiet_tensorflow_startup
 
-from albert_tf.io import expand_input_patterns
+from albert_tf import io as files
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_data import (GenerationSettings, Progress, check_output_files,
                                              check_settings, default_output_files, generate,
@@ -62,6 +63,12 @@ flags.DEFINE_float("short_seq_prob", 0.1,
 flags.DEFINE_integer("num_workers", 0,
                      "If > 0, process input files in parallel with this many processes, one "
                      "output file per input file (file i seeded with random_seed + i).")
+flags.DEFINE_string("beam_pipeline_options", None,
+                    "If set, run as an Apache Beam pipeline with these comma-separated pipeline "
+                    "options (e.g. \"--runner=DataflowRunner,--project=P,--region=R,"
+                    "--temp_location=gs://b/tmp\"): one element per input file, one output "
+                    "file per input file, file i seeded with random_seed + i as with "
+                    "--num_workers.")
 
 
 def settings_from_flags():
@@ -82,14 +89,25 @@ def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   settings = settings_from_flags()
+  if FLAGS.beam_pipeline_options and FLAGS.num_workers > 0:
+    raise app.UsageError("--num_workers and --beam_pipeline_options both parallelise over input "
+                         "files: give one of them (the Beam runner's own options set its "
+                         "workers, e.g. --direct_num_workers)")
+  isdir, match_remote = files.isdir, None
+  if FLAGS.beam_pipeline_options:
+    from albert_tf.data import beam_generation  # pylint: disable=import-outside-toplevel
+    isdir, match_remote = beam_generation.is_local_dir, beam_generation.match_pattern
   try:
     check_settings(settings)
-    input_files = expand_input_patterns(FLAGS.input_file)
-    output_files = default_output_files(input_files, FLAGS.output_file)
-    check_output_files(input_files, output_files)
+    input_files = files.expand_input_patterns(FLAGS.input_file, match_remote)
+    output_files = default_output_files(input_files, FLAGS.output_file, isdir)
+    check_output_files(input_files, output_files, isdir)
   except ValueError as e:
     raise app.UsageError(str(e)) from None
-  if FLAGS.num_workers > 0:
+  if FLAGS.beam_pipeline_options:
+    stats = beam_generation.run_pipeline(input_files, output_files, settings,
+                                         FLAGS.beam_pipeline_options)
+  elif FLAGS.num_workers > 0:
     stats = generate_per_file(input_files, output_files, settings, FLAGS.num_workers)
   else:
     stats = generate(input_files, output_files, settings, Progress())

@@ -60,16 +60,17 @@ def abspath(path):
   return f"{scheme}://{rest.rstrip('/')}"
 
 
-def expand_input_patterns(patterns):
+def expand_input_patterns(patterns, match_remote=None):
   """Comma-separated files or globs -> file list (each pattern's matches sorted).
 
   Raises FileNotFoundError naming a pattern that matches nothing. Temporaries of unfinished
   writes (`.<name>.tmp-<pid>`) never match: remote globs, unlike local ones, match dot files.
+  `match_remote(pattern)` lists a remote pattern's files (default: tf.io.gfile.glob).
   """
   files = []
   for pattern in [p for p in patterns.split(",") if p]:
     if is_remote(pattern):
-      matches = sorted(_gfile().glob(pattern))
+      matches = sorted((match_remote or _gfile().glob)(pattern))
     else:
       matches = [m for m in sorted(glob.glob(pattern)) if os.path.isfile(m)]
     matches = [m for m in matches if not _TEMP_NAME.match(os.path.basename(m))]

@@ -5,10 +5,10 @@ import importlib
 
 import pytest
 
-# The modules whose docstrings hold examples: the config, the models, the optimizers.
+# The modules whose docstrings hold examples: the config, the models, the optimizers, the spill.
 MODULES = ["albert_tf.config", "albert_tf.models.encoder", "albert_tf.models.pretrainer",
            "albert_tf.models.classifier", "albert_tf.optimization.optimizers",
-           "albert_tf.optimization.schedules"]
+           "albert_tf.optimization.schedules", "albert_tf.data.spill"]
 
 
 @pytest.mark.parametrize("module_name", MODULES)

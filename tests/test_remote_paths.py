@@ -297,3 +297,25 @@ def test_remote_text_reads_as_local_ones(ram, tmp_path):
       assert got == list(f), kwargs
   with open(CONFIG, encoding="utf-8") as f:
     assert json.loads(io.read_text(_upload(CONFIG, f"{ram}/c.json"))) == json.load(f)
+
+
+def test_pretraining_data_from_and_to_ram(ram, tmp_path):
+  """create_pretraining_data reads a ram:// corpus (line by line through tf.io.gfile) and writes
+  ram:// records: the same bytes as the local run."""
+  from albert_tf.data.instances import InstanceOptions  # pylint: disable=import-outside-toplevel
+  from albert_tf.data.pretraining_data import GenerationSettings, generate  # pylint: disable=import-outside-toplevel
+  corpus = os.path.join(TESTDATA, "original_pretraining_data", "corpus.txt")
+  settings = GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=1,
+                                instance=InstanceOptions(max_seq_length=64,
+                                                         max_predictions_per_seq=10))
+  local = str(tmp_path / "local.tfrecord")
+  generate([corpus], [local], settings)
+  remote_corpus = _upload(corpus, f"{ram}/in/corpus.txt")
+  inputs = io.expand_input_patterns(f"{ram}/in/*.txt")
+  assert inputs == [remote_corpus]
+  generate(inputs, [f"{ram}/out/corpus.tfrecord"], settings)
+  assert tf.io.gfile.listdir(f"{ram}/out") == ["corpus.tfrecord"]  # no temporary left
+  with tf.io.gfile.GFile(f"{ram}/out/corpus.tfrecord", "rb") as f:
+    remote_bytes = f.read()
+  with open(local, "rb") as f:
+    assert remote_bytes == f.read()

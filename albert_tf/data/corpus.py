@@ -1,58 +1,129 @@
 """Reading a raw-text corpus (one sentence per line, blank lines between documents) into
-tokenized documents, as the original reads it, with clear errors for bad input."""
+tokenized documents, as the original reads it, with clear errors for bad input.
+
+The original holds every token as a Python string in lists of lists: about 60 bytes per token.
+Here a corpus is three flat arrays (token ids, word-start flags, sentence ends: about 5 bytes per
+token), and a document is a small view over them, so a shard of hundreds of MB fits in memory.
+"""
+
+from array import array
 
 from albert_tf import io as files
 from albert_tf.data.instances import Sentence
 from albert_tf.data.masking import is_start_piece_sp, is_start_piece_wordpiece
 
 
-class CorpusReader:
-  """Turns lines into Sentences with the tokenizer, caching per-piece decisions."""
+class Document:
+  """Sentences [first, end) of a TokenizedCorpus: a sequence of `Sentence`s (ids and word-start
+  flags, copied out of the flat arrays on access)."""
 
-  def __init__(self, tokenizer):
+  __slots__ = ("_corpus", "_first", "_end")
+
+  def __init__(self, corpus, first, end):
+    self._corpus = corpus
+    self._first = first
+    self._end = end
+
+  def __len__(self):
+    return self._end - self._first
+
+  def __getitem__(self, j):
+    if not 0 <= j < self._end - self._first:
+      raise IndexError(j)
+    return self._corpus.sentence(self._first + j)
+
+
+class TokenizedCorpus:
+  """Token ids, word-start flags and sentence boundaries of a whole corpus in flat arrays.
+
+  Sentence s is tokens [sentence_ends[s-1], sentence_ends[s]); documents are runs of sentences
+  ended by a blank line (documents may span files, as the original reads them).
+  """
+
+  def __init__(self):
+    self.ids = array("i")
+    self.starts = bytearray()
+    self.sentence_ends = array("q")
+    self._document_ends = array("q")  # sentence index after each non-empty document
+    self._open_document_start = 0
+    self.skipped_documents = 0
+
+  def add_sentence(self, ids, starts):
+    self.ids.extend(ids)
+    self.starts.extend(starts)
+    self.sentence_ends.append(len(self.ids))
+
+  def end_document(self):
+    """A blank line: ends the open document, counting it as skipped when it has no sentence."""
+    if len(self.sentence_ends) > self._open_document_start:
+      self._document_ends.append(len(self.sentence_ends))
+      self._open_document_start = len(self.sentence_ends)
+    else:
+      self.skipped_documents += 1
+
+  def finish(self):
+    """The end of the corpus: ends the open document as a blank line would."""
+    self.end_document()
+
+  def sentence(self, s):
+    begin = self.sentence_ends[s - 1] if s else 0
+    end = self.sentence_ends[s]
+    return Sentence(self.ids[begin:end], self.starts[begin:end])
+
+  def documents(self):
+    """The non-empty documents ended so far, in corpus order, as `Document` views."""
+    ends = self._document_ends
+    return [Document(self, ends[k - 1] if k else 0, end) for k, end in enumerate(ends)]
+
+  @property
+  def num_tokens(self):
+    return len(self.ids)
+
+
+class CorpusReader:
+  """Turns lines into sentences of a TokenizedCorpus with the tokenizer, caching per-piece
+  decisions. Files are read line by line: memory does not grow with a line's file."""
+
+  def __init__(self, tokenizer, open_binary=files.open_binary):
     self.tokenizer = tokenizer
+    self.open_binary = open_binary
     self._is_start = is_start_piece_sp if tokenizer.sp_model else is_start_piece_wordpiece
     self._start_cache = {}
-    self.skipped_documents = 0
     self.lines = 0
+    self.bytes_read = 0
 
   def _starts(self, pieces):
     cache = self._start_cache
-    out = []
-    for piece in pieces:
+    out = bytearray(len(pieces))
+    for k, piece in enumerate(pieces):
       start = cache.get(piece)
       if start is None:
         start = cache[piece] = self._is_start(piece)
-      out.append(start)
+      out[k] = start
     return out
 
-  def read_documents(self, input_files, all_documents=None):
-    """Appends the documents of `input_files` (documents may span files, as the original)."""
-    documents = all_documents if all_documents is not None else [[]]
+  def read_file(self, path, corpus, on_progress=None):
+    """Appends the sentences and document ends of `path` to `corpus`. `on_progress(bytes_read)`
+    is called every 10,000 lines."""
     tok = self.tokenizer
-    for path in input_files:
-      with files.open_binary(path) as f:  # gs:// inputs too, as expand_input_patterns lists
-        lines = f.read().split(b"\n")
-      if lines and not lines[-1]:
-        lines.pop()  # the end of the file, not an empty line
-      for line_number, raw in enumerate(lines, start=1):
+    with self.open_binary(path) as f:
+      for line_number, raw in enumerate(f, start=1):
+        self.bytes_read += len(raw)
+        if raw.endswith(b"\n"):
+          raw = raw[:-1]  # the line's end; a final line without one is read as the original does
         try:
           line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
           raise ValueError(f"{path}:{line_number}: not valid UTF-8 ({e.reason} at byte "
                            f"{e.start})") from None
         self.lines += 1
+        if on_progress is not None and self.lines % 10000 == 0:
+          on_progress(self.bytes_read)
         line = tok.preprocess(line) if tok.sp_model else line.strip()
         if not line:
-          documents.append([])
+          corpus.end_document()
           continue
         pieces = tok.tokenize_preprocessed(line)
         if pieces:
-          documents[-1].append(Sentence(tok.convert_tokens_to_ids(pieces), self._starts(pieces)))
-    return documents
-
-  def finish(self, documents):
-    """Drops empty documents (counted) and checks that something is left."""
-    kept = [d for d in documents if d]
-    self.skipped_documents = len(documents) - len(kept)
-    return kept
+          corpus.add_sentence(tok.convert_tokens_to_ids(pieces), self._starts(pieces))
+    return corpus

@@ -132,13 +132,26 @@ def _build_instance(tokens_a, tokens_b, is_random_next, options, special, rng, s
   return Instance(output, segment_ids, boundary, positions, labels, is_random_next)
 
 
-def create_training_instances(all_documents, options, special, dupe_factor, rng, sampler):
-  """Shuffles documents, makes dupe_factor passes over them, shuffles the instances."""
+def instances_by_document(all_documents, options, special, dupe_factor, rng, sampler):
+  """The original's instance creation, one document at a time: shuffles `all_documents` in place,
+  then yields (step, instances of that document) for the dupe_factor x len(all_documents)
+  documents visited, in the original's order (step counts from 1).
+
+  The original then shuffles all the instances with `rng`: `shuffled_order` gives that
+  permutation, so that the instances need not be held as objects meanwhile.
+  """
   rng.shuffle(all_documents)
-  instances = []
+  step = 0
   for _ in range(dupe_factor):
     for document_index in range(len(all_documents)):
-      instances.extend(create_instances_from_document(all_documents, document_index, options,
-                                                      special, rng, sampler))
-  rng.shuffle(instances)
-  return instances
+      step += 1
+      yield step, create_instances_from_document(all_documents, document_index, options,
+                                                 special, rng, sampler)
+
+
+def shuffled_order(count, rng):
+  """The permutation that rng.shuffle applies to a list of `count` items (it depends only on the
+  length): item order[k] goes to position k."""
+  order = list(range(count))
+  rng.shuffle(order)
+  return order

@@ -7,14 +7,17 @@ import os
 import random
 import sys
 import time
+from typing import Callable
 
 import numpy as np
 
 from albert_tf import io as files
 from albert_tf.data import tfrecords
-from albert_tf.data.corpus import CorpusReader
-from albert_tf.data.instances import InstanceOptions, SpecialIds, create_training_instances
+from albert_tf.data.corpus import CorpusReader, TokenizedCorpus
+from albert_tf.data.instances import (InstanceOptions, SpecialIds, instances_by_document,
+                                      shuffled_order)
 from albert_tf.data.masking import NgramSampler
+from albert_tf.data.spill import RecordSpill
 from albert_tf.tokenization import FullTokenizer
 
 
@@ -66,17 +69,64 @@ def serialize_instance(instance, max_seq_length, max_predictions_per_seq, do_per
 
 
 class Progress:
-  """Progress lines on stderr: files, documents, instances, instances/s."""
+  """Progress lines on stderr, at most one per `interval` seconds for a running step, with the
+  step's rate and an estimate of the time it has left."""
 
-  def __init__(self, stream=sys.stderr, label=""):
+  def __init__(self, stream=sys.stderr, label="", interval=10.0):
     self.stream = stream
     self.label = label
+    self.interval = interval
     self.start = time.time()
+    self._step_start = self.start
+    self._last = 0.0
 
   def log(self, message):
     elapsed = time.time() - self.start
     print(f"[create_pretraining_data{self.label} {elapsed:7.1f}s] {message}", file=self.stream,
           flush=True)
+
+  def begin(self):
+    """Starts timing a step (reading, creating instances) for `update`'s estimates."""
+    self._step_start = time.time()
+
+  def update(self, done, total, message, force=False):
+    """Logs `message` with done/total as a percentage and the step's ETA, throttled."""
+    now = time.time()
+    if not force and now - self._last < self.interval:
+      return
+    self._last = now
+    fraction = done / total if total else 1.0
+    eta = ""
+    if 0 < fraction < 1:
+      eta = f", ETA {format_seconds((now - self._step_start) * (1 - fraction) / fraction)}"
+    self.log(f"{message} ({100 * fraction:.0f}%{eta})")
+
+
+def format_seconds(seconds):
+  seconds = int(round(seconds))
+  if seconds < 60:
+    return f"{seconds}s"
+  if seconds < 3600:
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+  return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+@dataclasses.dataclass(frozen=True)
+class FileAccess:
+  """How generation opens its files: `open_binary(path)` for the corpus, `atomic_file(path)` for
+  each output (an object with write/commit/abort, as files.AtomicFile), `size(path)` in bytes for
+  progress (None where unknown)."""
+  open_binary: Callable
+  atomic_file: Callable
+  size: Callable
+
+
+def _local_or_unknown_size(path):
+  return None if files.is_remote(path) else os.path.getsize(path)
+
+
+# os for local paths, tf.io.gfile (imported only then) for paths with a scheme.
+DEFAULT_FILE_ACCESS = FileAccess(files.open_binary, files.AtomicFile, _local_or_unknown_size)
 
 
 def check_settings(settings):
@@ -108,7 +158,7 @@ def _same_file_key(path):
   return path if files.is_remote(path) else os.path.realpath(path)
 
 
-def check_output_files(input_files, output_files):
+def check_output_files(input_files, output_files, isdir=files.isdir):
   """Raises ValueError, before any work, where two outputs are one file (the later writer would
   replace the earlier's records, or both would write one temporary) or an output is an input."""
   if not output_files:
@@ -117,7 +167,7 @@ def check_output_files(input_files, output_files):
   seen = {}
   for k, path in enumerate(output_files):
     key = _same_file_key(path)
-    if files.isdir(path):
+    if isdir(path):
       raise ValueError(f"output file {path} is a directory: give a file, or that directory alone "
                        "as --output_file for one output per input")
     if key in inputs:
@@ -135,26 +185,33 @@ def check_output_files(input_files, output_files):
     seen[key] = k
 
 
-def read_corpus(input_files, tokenizer, progress):
-  """Documents of `input_files` (documents may span files, as the original), and the reader."""
-  reader = CorpusReader(tokenizer)
-  documents = [[]]
+def read_corpus(input_files, tokenizer, progress, access=DEFAULT_FILE_ACCESS):
+  """The TokenizedCorpus of `input_files` (documents may span files, as the original)."""
+  reader = CorpusReader(tokenizer, access.open_binary)
+  corpus = TokenizedCorpus()
+  sizes = [access.size(p) for p in input_files]
+  total = None if None in sizes else max(sum(sizes), 1)
+  progress.begin()
   for k, path in enumerate(input_files, start=1):
-    reader.read_documents([path], documents)
-    progress.log(f"read file {k}/{len(input_files)} {path} ({reader.lines} lines so far)")
-  documents = reader.finish(documents)
-  if not documents:
+    where = f"reading file {k}/{len(input_files)} {path}"
+    def report(bytes_read, where=where):
+      if total is not None:
+        progress.update(bytes_read, total, f"{where}: {bytes_read / 1e6:.0f} MB read")
+    reader.read_file(path, corpus, report)
+    progress.update(reader.bytes_read, total or reader.bytes_read,
+                    f"{where}: done, {reader.lines} lines so far", force=True)
+  corpus.finish()
+  if not corpus.sentence_ends:
     raise ValueError(f"no usable text in {', '.join(input_files)} (empty corpus?)")
-  progress.log(f"{len(documents)} documents ({reader.skipped_documents} empty skipped)")
-  return documents, reader
+  return corpus
 
 
-def open_writers(output_files):
+def open_writers(output_files, atomic_file=files.AtomicFile):
   """Opens every output's temporary, aborting those opened if one fails."""
   writers = []
   try:
     for path in output_files:
-      writers.append(tfrecords.AtomicTFRecordWriter(path))
+      writers.append(tfrecords.AtomicTFRecordWriter(path, atomic_file))
   except BaseException:
     for w in writers:
       w.abort()
@@ -162,9 +219,13 @@ def open_writers(output_files):
   return writers
 
 
-def generate(input_files, output_files, settings, progress=None):
+def generate(input_files, output_files, settings, progress=None, access=DEFAULT_FILE_ACCESS):
   """Writes the instances of `input_files` round-robin into `output_files` (the original's
   single-process behaviour). Returns {"documents", "instances", "skipped_documents"}.
+
+  Memory holds the tokenized corpus in flat arrays (about 5 bytes per token) and 8 bytes per
+  instance; the serialized instances wait in a local temporary file (RecordSpill, as large as the
+  outputs) until the original's shuffled order is known.
 
   Outputs are complete or absent: any failure removes every temporary and writes no output
   (except those already renamed into place when closing a later one fails).
@@ -174,32 +235,45 @@ def generate(input_files, output_files, settings, progress=None):
   progress = progress or Progress()
   tokenizer = settings.tokenizer()
   special = special_ids(tokenizer)
+  options = settings.instance
   # Opened before the work, so that an unwritable output fails in seconds, not after hours.
-  writers = open_writers(output_files)
+  writers = open_writers(output_files, access.atomic_file)
   try:
-    documents, reader = read_corpus(input_files, tokenizer, progress)
+    corpus = read_corpus(input_files, tokenizer, progress, access)
+    documents = corpus.documents()
+    progress.log(f"{len(documents)} documents, {corpus.num_tokens} tokens "
+                 f"({corpus.skipped_documents} empty documents skipped)")
     rng = random.Random(settings.random_seed)
     # The original draws n-gram lengths from numpy's global stream; we seed it as the fixtures do.
     sampler = NgramSampler(settings.ngram, settings.favor_shorter_ngram,
                            np.random.RandomState(settings.random_seed))
-    instances = create_training_instances(documents, settings.instance, special,
-                                          settings.dupe_factor, rng, sampler)
-    elapsed = max(time.time() - progress.start, 1e-9)
-    progress.log(f"{len(instances)} instances ({len(instances) / elapsed:.0f} instances/s)")
-    options = settings.instance
-    for k, instance in enumerate(instances):
-      writers[k % len(writers)].write(serialize_instance(
-          instance, options.max_seq_length, options.max_predictions_per_seq,
-          options.do_permutation))
+    total = settings.dupe_factor * len(documents)
+    with RecordSpill() as spill:
+      progress.begin()
+      for step, instances in instances_by_document(documents, options, special,
+                                                   settings.dupe_factor, rng, sampler):
+        for instance in instances:
+          spill.append(serialize_instance(instance, options.max_seq_length,
+                                          options.max_predictions_per_seq,
+                                          options.do_permutation))
+        progress.update(step, total, f"creating instances: pass {1 + (step - 1) // len(documents)}"
+                        f"/{settings.dupe_factor}, {len(spill)} instances")
+      rate = len(spill) / max(time.time() - progress.start, 1e-9)
+      progress.log(f"{len(spill)} instances ({rate:.0f} instances/s); writing them in shuffled "
+                   "order")
+      order = shuffled_order(len(spill), rng)
+      for k, record in enumerate(spill.read_in_order(order)):
+        writers[k % len(writers)].write(record)
+      num_instances = len(spill)
     for w in writers:
       w.close()
   except BaseException:
     for w in writers:
       w.abort()
     raise
-  progress.log(f"wrote {len(instances)} instances to {len(output_files)} file(s)")
-  return {"documents": len(documents), "instances": len(instances),
-          "skipped_documents": reader.skipped_documents}
+  progress.log(f"wrote {num_instances} instances to {len(output_files)} file(s)")
+  return {"documents": len(documents), "instances": num_instances,
+          "skipped_documents": corpus.skipped_documents}
 
 
 def _generate_one(args):
@@ -208,24 +282,38 @@ def _generate_one(args):
   return generate([input_file], [output_file], settings, Progress(label=f" #{index}"))
 
 
-def generate_per_file(input_files, output_files, settings, num_workers):
-  """One output per input file, file i generated alone with random_seed + i, in parallel."""
+def generate_per_file(input_files, output_files, settings, num_workers, progress=None):
+  """One output per input file, file i generated alone with random_seed + i, in parallel.
+  Each worker logs its file's progress; this process logs files done and the overall ETA (by
+  input bytes)."""
   if len(input_files) != len(output_files):
     raise ValueError(f"{len(input_files)} input files but {len(output_files)} output files: with "
                      "--num_workers, give one output file per input file")
   check_settings(settings)
   check_output_files(input_files, output_files)
+  progress = progress or Progress()
+  sizes = {i: max(_local_or_unknown_size(p) or 0, 1) for i, p in enumerate(input_files)}
+  total = sum(sizes.values())
   jobs = [(i, inp, out, settings) for i, (inp, out) in enumerate(zip(input_files, output_files))]
   context = multiprocessing.get_context("spawn")
+  results = []
   with concurrent.futures.ProcessPoolExecutor(max_workers=num_workers,
                                               mp_context=context) as pool:
-    results = list(pool.map(_generate_one, jobs))
+    futures = {pool.submit(_generate_one, job): job[0] for job in jobs}
+    progress.begin()
+    done_bytes = 0
+    for future in concurrent.futures.as_completed(futures):
+      results.append(future.result())
+      index = futures[future]
+      done_bytes += sizes[index]
+      progress.update(done_bytes, total, f"files done: {len(results)}/{len(jobs)} (last "
+                      f"{input_files[index]})", force=True)
   return {key: sum(r[key] for r in results) for key in results[0]}
 
 
-def default_output_files(input_files, output_file):
+def default_output_files(input_files, output_file, isdir=files.isdir):
   """Comma-separated outputs; a single directory (an existing one, or any path ending in '/')
   means `<dir>/<input base name>.tfrecord` per input, the directory created by the writers."""
-  if "," not in output_file and (output_file.endswith(("/", os.sep)) or files.isdir(output_file)):
+  if "," not in output_file and (output_file.endswith(("/", os.sep)) or isdir(output_file)):
     return [os.path.join(output_file, os.path.basename(p) + ".tfrecord") for p in input_files]
   return [p for p in output_file.split(",") if p]

@@ -31,6 +31,8 @@ _SMALL_VARINTS = [_varint(i) for i in range(1 << 16)]
 
 def _packed_ints(values):
   table = _SMALL_VARINTS
+  if values and 0 <= min(values) and max(values) < 65536:  # token ids, positions, flags
+    return b"".join(map(table.__getitem__, values))
   return b"".join(table[v] if 0 <= v < 65536 else _varint(v) for v in values)
 
 
@@ -71,11 +73,17 @@ def frame_record(data):
 class AtomicTFRecordWriter:
   """A TFRecordWriter that writes `<dir>/.<name>.tmp-<pid>` and renames it to `path` only on
   success (see files.AtomicFile): a crash or failure never leaves a half-written TFRecord under
-  the final name, nor a temporary that an `out/*` glob would pick up."""
+  the final name, nor a temporary that an `out/*` glob would pick up.
 
-  def __init__(self, path):
+  Args:
+    path: the output file.
+    atomic_file: the atomic writer class (`files.AtomicFile`; the Beam pipeline passes one on
+      Beam's FileSystems).
+  """
+
+  def __init__(self, path, atomic_file=AtomicFile):
     self.path = path
-    self._file = AtomicFile(path)
+    self._file = atomic_file(path)
     self.count = 0
 
   def write(self, record):

@@ -1,0 +1,190 @@
+"""create_pretraining_data as an Apache Beam pipeline: one element per input file.
+
+  python -m albert_tf.create_pretraining_data --input_file='gs://bucket/shards/*.txt' \
+      --output_file=gs://bucket/records/ --spm_model_file=30k-clean.model --vocab_file=unused \
+      --beam_pipeline_options="--runner=DataflowRunner,--project=P,--region=R,--temp_location=gs://bucket/tmp,--setup_file=./setup.py"
+
+Input file i is generated alone, seeded with random_seed + i, into its own output, exactly as
+`--num_workers` does: the records equal the original run on that file alone. Files are read and
+written through Beam's FileSystems (local, gs://, hdfs://, s3:// as the Beam installation
+supports), outputs atomically (a hidden temporary renamed into place), so a retried element
+leaves one complete file. Counters (namespace `create_pretraining_data`): files, documents,
+instances, skipped_documents.
+
+Imports apache_beam: only the `--beam_pipeline_options` path loads this module.
+"""
+
+import dataclasses
+import logging
+import os
+import shutil
+import tempfile
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics.metric import Metrics, MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from albert_tf import io as files
+from albert_tf.data.pretraining_data import FileAccess, Progress, generate
+
+COUNTER_NAMESPACE = "create_pretraining_data"
+COUNTERS = ("files", "documents", "instances", "skipped_documents")
+
+
+def _open_binary(path):
+  # Bytes as stored: a corpus named .gz is not decompressed, as on the local path.
+  return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def _size(path):
+  try:
+    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+  except Exception:  # pylint: disable=broad-except
+    return None  # progress without a percentage; reading reports a missing file itself
+
+
+class BeamAtomicFile:
+  """files.AtomicFile on Beam's FileSystems: writes `<dir>/.<name>.tmp-<pid>`, renamed to `path`
+  by commit(); abort() (or any failure in commit) removes the temporary."""
+
+  def __init__(self, path):
+    self.path = path
+    self.tmp = files.temp_path(path)
+    self._file = FileSystems.create(self.tmp, compression_type=CompressionTypes.UNCOMPRESSED)
+
+  def write(self, data):
+    self._file.write(data)
+
+  def commit(self):
+    try:
+      self._file.close()
+      self._file = None
+      FileSystems.rename([self.tmp], [self.path])
+    except BaseException:
+      self.abort()
+      raise
+
+  def abort(self):
+    """Removes the temporary, never raising: the error that caused the abort is the one to
+    report."""
+    try:
+      if self._file is not None:
+        self._file.close()
+    except Exception:  # pylint: disable=broad-except
+      pass
+    self._file = None
+    try:
+      if FileSystems.exists(self.tmp):
+        FileSystems.delete([self.tmp])
+    except Exception:  # pylint: disable=broad-except
+      pass
+
+
+BEAM_FILE_ACCESS = FileAccess(_open_binary, BeamAtomicFile, _size)
+
+
+def match_pattern(pattern):
+  """The files matching `pattern` on Beam's FileSystems (for io.expand_input_patterns)."""
+  try:
+    result = FileSystems.match([pattern])[0]
+  except Exception:  # pylint: disable=broad-except  (Beam raises BeamIOError for no match)
+    return []
+  return sorted(m.path for m in result.metadata_list)
+
+
+def _read_tokenizer_file(settings):
+  """(settings field, base name, bytes) of the tokenizer's model file, read where the pipeline
+  is launched: workers (Dataflow's, a cluster's) see neither the launcher's local files nor, without
+  TensorFlow, a TF file system."""
+  field = "spm_model_file" if settings.spm_model_file else "vocab_file"
+  path = getattr(settings, field)
+  try:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+      data = f.read()
+  except Exception as e:  # pylint: disable=broad-except  (BeamIOError, FileNotFoundError, ...)
+    raise FileNotFoundError(f"--{field}={path}: cannot be read ({e}); give a file that exists "
+                            "(gs:// paths need apache-beam[gcp])") from None
+  return field, os.path.basename(path), data
+
+
+class GenerateFileFn(beam.DoFn):
+  """(index, (input_file, output_file)) -> the output file written; counts into COUNTERS.
+
+  Carries the tokenizer's model file itself (SentencePiece models are well under 1 MB, vocab.txt
+  files a few hundred KB) and writes it to a local temporary on each worker.
+  """
+
+  def __init__(self, settings):
+    super().__init__()
+    self.settings = settings
+    self.tokenizer_file = _read_tokenizer_file(settings)
+    self.counters = {name: Metrics.counter(COUNTER_NAMESPACE, name) for name in COUNTERS}
+    self._directory = None
+    self._worker_settings = None
+
+  def setup(self):
+    field, name, data = self.tokenizer_file
+    self._directory = tempfile.mkdtemp(prefix="albert_tf_tokenizer_")
+    local = os.path.join(self._directory, name)
+    with open(local, "wb") as f:
+      f.write(data)
+    self._worker_settings = dataclasses.replace(self.settings, **{field: local})
+
+  def teardown(self):
+    if self._directory:
+      shutil.rmtree(self._directory, ignore_errors=True)
+
+  def process(self, element):
+    index, (input_file, output_file) = element
+    settings = dataclasses.replace(self._worker_settings,
+                                   random_seed=self.settings.random_seed + index)
+    stats = generate([input_file], [output_file], settings, Progress(label=f" #{index}"),
+                     BEAM_FILE_ACCESS)
+    self.counters["files"].inc()
+    for name in ("documents", "instances", "skipped_documents"):
+      self.counters[name].inc(stats[name])
+    yield output_file
+
+
+def parse_pipeline_options(text):
+  """`--runner=DirectRunner,--direct_num_workers=2` (TFDS's convention; the leading dashes may be
+  left out) -> a list of Beam flags."""
+  flags = []
+  for option in text.split(","):
+    option = option.strip()
+    if option:
+      flags.append(option if option.startswith("-") else f"--{option}")
+  return flags
+
+
+def run_pipeline(input_files, output_files, settings, pipeline_options):
+  """Runs generation as a Beam pipeline and waits for it. Returns the counters as a dict."""
+  if len(input_files) != len(output_files):
+    raise ValueError(f"{len(input_files)} input files but {len(output_files)} output files: with "
+                     "--beam_pipeline_options, give one output file per input file (or an "
+                     "output directory)")
+  # The local runners relay every worker's INFO lines; the job's own messages (a Dataflow job's
+  # URL) stay.
+  for name in ("apache_beam.runners.portability", "apache_beam.runners.worker"):
+    logging.getLogger(name).setLevel(logging.WARNING)
+  options = PipelineOptions(flags=parse_pipeline_options(pipeline_options))
+  pipeline = beam.Pipeline(options=options)
+  _ = (pipeline
+       | "InputFiles" >> beam.Create(list(enumerate(zip(input_files, output_files))))
+       | "SpreadOverWorkers" >> beam.Reshuffle()
+       | "Generate" >> beam.ParDo(GenerateFileFn(settings)))
+  result = pipeline.run()
+  result.wait_until_finish()
+  counters = result.metrics().query(MetricsFilter().with_namespace(COUNTER_NAMESPACE))["counters"]
+  stats = {name: 0 for name in COUNTERS}
+  for counter in counters:
+    stats[counter.key.metric.name] = counter.committed
+  return stats
+
+
+def is_local_dir(path):
+  """Directory test for output paths that needs no TensorFlow: object stores have no
+  directories, so a remote output directory is written with a trailing '/'."""
+  return not files.is_remote(path) and os.path.isdir(path)

@@ -1,0 +1,27 @@
+"""Packages albert_tf for Apache Beam workers: Dataflow builds and installs it on each worker with
+`--setup_file=./setup.py` (see README, "Corpus scale"). Only what create_pretraining_data needs is
+installed there; it runs without TensorFlow. Versions are read from requirements.txt, so the
+workers run what the tests ran."""
+
+import os
+
+import setuptools
+
+# What create_pretraining_data imports (apache-beam itself is already on a Beam worker).
+WORKER_REQUIREMENTS = ("absl-py", "google-crc32c", "numpy", "sentencepiece")
+
+
+def pinned(names):
+  path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.txt")
+  with open(path, encoding="utf-8") as f:
+    pins = dict(line.strip().split("==", 1) for line in f if "==" in line and line[0] != "#")
+  return [f"{name}=={pins[name]}" for name in names]
+
+
+setuptools.setup(
+    name="albert_tf",
+    version="0.2.0",
+    packages=setuptools.find_packages(include=["albert_tf", "albert_tf.*"]),
+    install_requires=pinned(WORKER_REQUIREMENTS),
+    python_requires=">=3.10",
+)
