@@ -7,7 +7,7 @@ settings once (albert_tf.settings.from_values) and hands them to its job.
 from absl import flags
 
 from albert_tf import settings
-from albert_tf.settings import PRECISION_POLICIES, STRATEGIES
+from albert_tf.settings import PRECISION_POLICIES, SERVING_PRECISIONS, STRATEGIES
 
 
 def define_run_flags():
@@ -53,6 +53,13 @@ def define_run_flags():
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
                        "Split each replica's batch into this many micro-batches and accumulate "
                        "their gradients: the same update, less memory.")
+
+
+def define_serving_precision_flag():
+  """--serving_precision of the binaries that export SavedModels."""
+  flags.DEFINE_enum("serving_precision", "float32", list(SERVING_PRECISIONS),
+                    "Compute precision of the exported SavedModel: float32, or bfloat16 (float32 "
+                    "weights and outputs; faster on CPUs with AVX512_BF16/AMX and on GPUs/TPUs).")
 
 
 def define_finetuning_flags(max_seq_length, learning_rate, train_batch_size=32,

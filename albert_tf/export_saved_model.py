@@ -12,6 +12,8 @@ its config and SentencePiece model are then the defaults of --albert_config_file
 
 from absl import app, flags
 
+from albert_tf import common_flags
+
 from albert_tf.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
@@ -28,6 +30,7 @@ flags.DEFINE_bool("do_lower_case", True, "Whether the text is lower-cased before
 flags.DEFINE_integer("max_seq_length", 128, "Length the text signatures pad and truncate to.")
 flags.DEFINE_string("export_dir", None, "TF Serving's model base path.")
 flags.DEFINE_integer("version", 1, "Version folder to write under export_dir.")
+common_flags.define_serving_precision_flag()
 
 
 def main(argv):
@@ -35,8 +38,9 @@ def main(argv):
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import hf, load_checkpoint
-  from albert_tf.export.saved_model import ServingModule, export_saved_model
+  from albert_tf.export.saved_model import ServingModule, export_saved_model, serving_policy
   from albert_tf.models import AlbertPretrainer
+  from albert_tf.training.precision import policy_scope
   # pylint: enable=import-outside-toplevel
   try:
     config, config_file = hf.model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
@@ -46,7 +50,8 @@ def main(argv):
   if not spm_model_file:
     raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
                          "directory with spiece.model)")
-  model = AlbertPretrainer(config)
+  with policy_scope(serving_policy(FLAGS.serving_precision)):
+    model = AlbertPretrainer(config)
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
   module = ServingModule(model, spm_model_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
                          config_file=config_file)

@@ -38,6 +38,7 @@ flags.DEFINE_integer("warmup_step", 0,
                      "number of steps to perform linear learning rate warmup for.")
 flags.DEFINE_string("export_dir", None,
                     "The directory where the exported SavedModel will be stored.")
+common_flags.define_serving_precision_flag()
 flags.DEFINE_float("threshold_to_export", float("nan"),
                    "The threshold value that should be used with the exported classifier. When "
                    "specified, the threshold will be attached to the exported SavedModel, and "

@@ -16,6 +16,8 @@ from typing import Optional
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+# --serving_precision of the SavedModel exports (export.saved_model.SERVING_POLICIES).
+SERVING_PRECISIONS = ("float32", "bfloat16")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -139,6 +141,8 @@ class FineTuningSettings(JobSettings):
     eval_batch_size, predict_batch_size: global batch sizes.
     dynamic_length: batches cut to their longest real sequence (the same results, faster).
     export_dir: where to write a SavedModel of model.ckpt-best (None: no export).
+    serving_precision: the export's compute precision (float32, or bfloat16 with float32
+      weights and outputs).
   """
   tokenizer: TokenizerSettings = dataclasses.field(default_factory=TokenizerSettings)
   do_train: bool = False
@@ -148,6 +152,7 @@ class FineTuningSettings(JobSettings):
   predict_batch_size: int = 8
   dynamic_length: bool = True
   export_dir: Optional[str] = None
+  serving_precision: str = "float32"
 
 
 @dataclasses.dataclass(kw_only=True)

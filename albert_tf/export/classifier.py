@@ -41,7 +41,7 @@ class ClassifierServingModule(TokensServingModule):
           self._serve_single, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
   def outputs(self, features):
-    logits = self.classifier(features, training=False)["logits"]
+    logits = tf.cast(self.classifier(features, training=False)["logits"], tf.float32)
     labels = tf.zeros(tf.shape(logits)[:1], tf.float32 if self.regression else tf.int32)
     out = classification_losses(logits, labels, self.regression)
     result = {"probabilities": out["probabilities"], "predictions": out["predictions"]}
@@ -52,10 +52,10 @@ class ClassifierServingModule(TokensServingModule):
     return result
 
   def _serve_single(self, text):
-    return self.outputs(self.pack_texts(text))
+    return self.outputs(self.trimmed(self.pack_texts(text)))
 
   def _serve_pair(self, text, text_b):
-    return self.outputs(self.pack_texts(text, text_b))
+    return self.outputs(self.trimmed(self.pack_texts(text, text_b)))
 
   def signatures(self):
     return {"serving_default": self.serve_text, "tokens": self.tokens,

@@ -2,7 +2,9 @@
 
 Signatures (all batch-major, any batch size):
   serving_default    text string [B] -> pooled_output [B, H], sequence_output [B, T, H],
-                     input_ids, input_mask [B, T] (T = max_seq_length; tokenized in the graph)
+                     input_ids, input_mask [B, T] (T = max_seq_length; tokenized in the graph;
+                     the encoder runs on the batch's longest sequence rounded up to a multiple
+                     of 8, and sequence_output is zero past it)
   serving_text_pair  text, text_b string [B] -> the same, for sentence pairs
   tokens             input_ids, input_mask, segment_ids int32 [B, T], T <= max_position_embeddings
                      -> pooled_output, sequence_output
@@ -14,6 +16,14 @@ Signatures (all batch-major, any batch size):
 Requests are checked in the graph (see serving_inputs): a wrong rank, shapes that disagree,
 length 0 or over max_position_embeddings, ids outside the tables, text batches of different sizes
 fail with a message naming the input, what was expected and what came.
+
+Raw-text signatures run the encoder only over the batch's longest real sequence (rounded up to a
+multiple of 8, as the fine-tuning batches): an 8-word request costs what 16 positions cost, not
+max_seq_length. Padded keys get -10000 in the attention logits, which is exactly 0 after the
+softmax, so outputs at real positions equal the fully padded run's up to float summation order.
+
+Precision: exports built under the mixed_bfloat16 policy (`--serving_precision=bfloat16`, see
+serving_policy) compute in bfloat16 with float32 weights; every float output is float32.
 """
 
 import os
@@ -23,12 +33,39 @@ import tensorflow as tf
 from albert_tf import io
 from albert_tf.export.serving_inputs import check_texts, check_token_inputs
 from albert_tf.export.staging import write_directory_atomically
+from albert_tf.finetuning.inputs import trim_batch
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 from albert_tf.tokenization.vocab_check import check_vocab_fits
 
 
+# --serving_precision (settings.SERVING_PRECISIONS) -> the Keras policy the served model is built
+# under.
+SERVING_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+
+
+def serving_policy(serving_precision):
+  if serving_precision not in SERVING_POLICIES:
+    raise ValueError(f"--serving_precision={serving_precision}: choose one of "
+                     f"{sorted(SERVING_POLICIES)}")
+  return SERVING_POLICIES[serving_precision]
+
+
 def ids_spec(name):
   return tf.TensorSpec([None, None], tf.int32, name=name)
+
+
+def as_float32(outputs):
+  """{name: tensor} with floating tensors (bfloat16 under --serving_precision=bfloat16) cast to
+  float32, the dtype clients and TF Serving's signatures expect."""
+  return {name: tf.cast(value, tf.float32) if value.dtype.is_floating else value
+          for name, value in outputs.items()}
+
+
+def pad_positions(x, length, value=0):
+  """x [B, L, ...] -> [B, length, ...], filled with `value` past L (L <= length)."""
+  pad = length - tf.shape(x)[1]
+  paddings = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(x) - 2, 2], tf.int32)], axis=0)
+  return tf.pad(x, paddings, constant_values=tf.cast(value, x.dtype))
 
 
 class TextServingModule(tf.Module):
@@ -76,6 +113,11 @@ class TextServingModule(tf.Module):
     texts = check_texts(text=text, text_b=text_b)
     return self.tokenizer.pack(texts["text"], texts["text_b"], self.max_seq_length)
 
+  def trimmed(self, features):
+    """Packed features [B, T] cut to [B, L]: L is the batch's longest real sequence rounded up
+    to a multiple of 8 (at most T). Only all-padding columns go."""
+    return trim_batch(features, self.max_seq_length)
+
   def info(self):
     """tokenization_info's outputs; subclasses add their settings."""
     return {"vocab_file": self.vocab_file.asset_path,
@@ -114,10 +156,12 @@ class ServingModule(TokensServingModule):
 
   def outputs(self, features):
     out = self.pretrainer.encoder(features, training=False)
-    return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
+    return as_float32({"pooled_output": out["pooled_output"],
+                       "sequence_output": out["sequence_output"]})
 
   def _encode_packed(self, packed):
-    out = self.outputs(packed)
+    out = self.outputs(self.trimmed(packed))
+    out["sequence_output"] = pad_positions(out["sequence_output"], self.max_seq_length)
     out.update(input_ids=packed["input_ids"], input_mask=packed["input_mask"])
     return out
 
@@ -137,7 +181,7 @@ class ServingModule(TokensServingModule):
         {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
         mlm_positions)
     out = self.pretrainer(dict(features, masked_lm_positions=positions), training=False)
-    return {"mlm_logits": out["masked_lm_logits"]}
+    return as_float32({"mlm_logits": out["masked_lm_logits"]})
 
   @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                 ids_spec("segment_ids")])

@@ -21,6 +21,11 @@ length (lower-casing, accents), which is all of SQuAD's English text; a word who
 has another length (ligatures such as "ﬁ") maps its pieces by clipped offsets instead. Windows,
 max-context, the n-best spans and the best answer follow the original's rules; the answer is the
 top of the original's n-best list.
+
+The model runs on the batch's windows cut to the longest one (rounded up to a multiple of 8; see
+saved_model). v2 masks padding itself (p_mask), so its outputs are unchanged; v1's n-best ranks
+the padding positions last instead of by their logits (the original ranks them, then drops them
+as outside the window): an answer differs only where padding outranked the real candidates.
 """
 
 import math
@@ -29,7 +34,9 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.export.saved_model import TextServingModule, export_saved_model, ids_spec
+from albert_tf.export.saved_model import (TextServingModule, as_float32, export_saved_model,
+                                          ids_spec, pad_positions)
+from albert_tf.layers.span_heads import P_MASK_ADDER
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.tokenization.in_graph import PY_WHITESPACE
 
@@ -206,7 +213,13 @@ class SquadServingModule(TextServingModule):
 
   def _answer(self, question, context):
     features, windows, first_char, last_char = self._windows(question, context)
-    outputs = self._raw_outputs(features)
+    outputs = self._raw_outputs(self.trimmed(features))
+    if not self.v2:
+      # Back to [N, T] for the n-best search. Positions past the batch's longest window are
+      # padding, which the original's n-best ranks and then discards as outside the window;
+      # here they rank last, so they never take an n-best place from a real position.
+      outputs = {name: pad_positions(value, self.max_seq_length, P_MASK_ADDER)
+                 for name, value in outputs.items()}
     answer, score = self._select(outputs, windows, first_char, last_char, context)
     result = {"answer": answer, "score": score}
     if self.v2:
@@ -219,9 +232,9 @@ class SquadServingModule(TextServingModule):
   def _raw_outputs(self, features):
     out = self.model(features, training=False)
     if self.v2:
-      return {k: out[k] for k in ("start_top_log_probs", "start_top_index", "end_top_log_probs",
-                                  "end_top_index", "cls_logits")}
-    return {"start_log_prob": out["start_logits"], "end_log_prob": out["end_logits"]}
+      return as_float32({k: out[k] for k in ("start_top_log_probs", "start_top_index",
+                                             "end_top_log_probs", "end_top_index", "cls_logits")})
+    return as_float32({"start_log_prob": out["start_logits"], "end_log_prob": out["end_logits"]})
 
   # -- signatures -------------------------------------------------------------------------------
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
@@ -252,7 +265,7 @@ def export_squad(job, version=None):
   import time  # pylint: disable=import-outside-toplevel
   s = job.settings
   module = SquadServingModule(
-      job.model, s.tokenizer.spm_model_file, s.tokenizer.do_lower_case, s.model.max_seq_length,
+      job.serving_model(), s.tokenizer.spm_model_file, s.tokenizer.do_lower_case, s.model.max_seq_length,
       s.doc_stride, s.max_query_length, s.max_answer_length, s.n_best_size, job.v2,
       job.null_threshold())
   return export_saved_model(module, os.fspath(s.export_dir),

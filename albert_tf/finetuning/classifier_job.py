@@ -147,7 +147,7 @@ class ClassifierJob(FineTuningJob):
       raise UsageError("--export_dir needs --spm_model_file (the SavedModel tokenizes text "
                        "with SentencePiece in the graph)")
     pair = self.processor.spec.columns_for("test").text_b is not None
-    module = ClassifierServingModule(self.model, s.tokenizer.spm_model_file, self.label_list, pair,
+    module = ClassifierServingModule(self.serving_model(), s.tokenizer.spm_model_file, self.label_list, pair,
                                      s.tokenizer.do_lower_case, s.model.max_seq_length,
                                      s.threshold_to_export)
     log(f"Model exported to {export_saved_model(module, s.export_dir, int(time.time()))}.")

@@ -7,6 +7,7 @@ loading model.ckpt-best.
 import dataclasses
 import os
 
+import keras
 import tensorflow as tf
 
 from albert_tf import io
@@ -16,6 +17,7 @@ from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
 from albert_tf.finetuning.inputs import in_file_order
 from albert_tf.tokenization import FullTokenizer, check_vocab_fits
+from albert_tf.training import precision
 from albert_tf.training import strategy as strategies
 from albert_tf.training.job import Job, UsageError, log
 
@@ -126,6 +128,18 @@ class FineTuningJob(Job):
     if not found and tracker.last_step < 0:
       step = checkpoint_global_step(init_checkpoint) if init_checkpoint else 0
       self.record(tracker, step, evaluate())
+
+  def serving_model(self):
+    """The model to export: self.model, or where --serving_precision asks for another compute
+    precision than the job's, a copy built under that policy holding self.model's weights."""
+    from albert_tf.export.saved_model import serving_policy  # pylint: disable=import-outside-toplevel
+    policy = serving_policy(self.settings.serving_precision)
+    if keras.mixed_precision.global_policy().name == policy:
+      return self.model
+    with precision.policy_scope(policy):
+      model = self.make_model()
+    model.set_weights(self.model.get_weights())
+    return model
 
   def load_best(self):
     """model.ckpt-best if there is one, else the latest checkpoint, else init_checkpoint."""

@@ -43,6 +43,7 @@ def define_flags(v2):
                        "another.")
   flags.DEFINE_string("export_dir", None,
                       "The directory where the exported SavedModel will be stored.")
+  common_flags.define_serving_precision_flag()
   if v2:
     flags.DEFINE_integer("start_n_top", 5, "beam size for the start positions.")
     flags.DEFINE_integer("end_n_top", 5, "beam size for the end positions.")

@@ -1,5 +1,7 @@
 """Mixed precision: the Keras policy, and dynamic loss scaling for float16."""
 
+import contextlib
+
 import keras
 import tensorflow as tf
 
@@ -10,6 +12,20 @@ def set_policy(name):
   if name not in PRECISION_POLICIES:
     raise ValueError(f"unknown --mixed_precision {name!r}; choose one of {PRECISION_POLICIES}")
   keras.mixed_precision.set_global_policy(name)
+
+
+@contextlib.contextmanager
+def policy_scope(name):
+  """Builds the layers made inside under Keras policy `name` (e.g. mixed_bfloat16: float32
+  variables, bfloat16 compute), restoring the previous global policy afterwards."""
+  if name not in PRECISION_POLICIES:
+    raise ValueError(f"unknown precision policy {name!r}; choose one of {PRECISION_POLICIES}")
+  previous = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
 
 
 def loss_scale_for(name):
