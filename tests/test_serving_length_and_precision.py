@@ -14,7 +14,7 @@ import albert_tf
 from albert_tf.export.classifier import ClassifierServingModule
 from albert_tf.export.saved_model import ServingModule, serving_policy
 from albert_tf.training.precision import policy_scope
-from helpers import ORIGINAL_MODEL, TESTDATA
+from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 CKPT0 = os.path.join(ORIGINAL_MODEL, "model.ckpt-0")
@@ -120,3 +120,34 @@ def test_bfloat16_serving_stays_within_its_measured_tolerance(pretraining):
   # difference near float32's 1e-6 would mean bfloat16 never ran.
   assert 1e-4 < pooled_diff < 0.02
   assert 1e-7 < probability_diff < 5e-4
+
+
+@pytest.mark.slow
+def test_binaries_export_bfloat16(tmp_path):
+  """export_saved_model and run_classifier's export take --serving_precision=bfloat16; the
+  SavedModels answer in float32, within the tolerance above of the float32 modules."""
+  run_binary("export_saved_model", [f"--albert_config_file={CONFIG}", f"--init_checkpoint={CKPT0}",
+                                   f"--spm_model_file={SPM}", f"--max_seq_length={T}",
+                                   f"--export_dir={tmp_path / 'pretrained'}",
+                                   "--serving_precision=bfloat16"])
+  texts = tf.constant(_lines()[:40])
+  served = tf.saved_model.load(str(tmp_path / "pretrained" / "1")).signatures["serving_default"](
+      text=texts)
+  module = _pretraining_module()
+  reference = module.serve_text(texts)
+  assert served["pooled_output"].dtype == tf.float32
+  assert 1e-4 < np.abs(served["pooled_output"] - reference["pooled_output"]).max() < 0.02
+
+  run_binary("run_classifier", [
+      "--task_name=mrpc", f"--data_dir={os.path.dirname(os.path.dirname(MRPC_DEV))}",
+      f"--output_dir={tmp_path / 'out'}", f"--albert_config_file={CONFIG}",
+      f"--init_checkpoint={MRPC}", f"--spm_model_file={SPM}", f"--max_seq_length={T}",
+      f"--export_dir={tmp_path / 'classifier'}", "--serving_precision=bfloat16"])
+  [version] = os.listdir(tmp_path / "classifier")
+  first, second = (tf.constant(t) for t in _mrpc_pairs())
+  served = tf.saved_model.load(str(tmp_path / "classifier" / version)).signatures[
+      "serving_default"](text=first, text_b=second)
+  module = _classifier_module()
+  reference = module.serve_text(first, second)
+  assert served["probabilities"].dtype == tf.float32
+  assert 1e-7 < np.abs(served["probabilities"] - reference["probabilities"]).max() < 5e-4
