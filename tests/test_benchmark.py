@@ -1,4 +1,5 @@
-"""tools/benchmark.py runs and reports what it promises (speed targets live in the tool)."""
+"""tools/benchmark.py runs and reports what it promises (speed targets live in the tool): its FLOP
+count against a hand count, its peak table, and each mode's lines."""
 
 import json
 import os
@@ -7,38 +8,129 @@ import sys
 
 import pytest
 
+import albert_tf
 from helpers import ORIGINAL_MODEL, REPO_ROOT
 
-# Both tools build, train and time models (15 to 25 s each on 2 cores).
-pytestmark = pytest.mark.slow
+sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
+import benchmark  # noqa: E402  pylint: disable=wrong-import-position
+
+TINY_CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 
 
-def test_benchmark_reports_each_mode():
+def _run_benchmark(*flags):
   cmd = [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark.py"),
-         f"--config={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}", "--batch_size=2",
-         "--seq_length=16", "--num_predictions=3", "--mode=all", "--steps=2", "--warmup_steps=1",
-         "--iterations_per_loop=3", "--serving_requests=6", "--serving_batch_size=4"]
-  result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
-  lines = [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
-  assert [l["mode"] for l in lines] == ["forward", "train"] + ["serving"] * 4
+         f"--config={TINY_CONFIG}", "--batch_size=2", "--seq_length=16", "--num_predictions=3",
+         "--steps=2", "--warmup_steps=1"] + list(flags)
+  result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
+
+
+def test_pretraining_flops_hand_count():
+  # The fixture config: E=16, H=32, I=64, V=1000, 3 layers; B=2, T=16, P=3.
+  config = albert_tf.AlbertConfig.from_json_file(TINY_CONFIG)
+  projection = 2 * 2 * 16 * 16 * 32                  # [32, 16] x [16, 32]: 32,768
+  qkv_and_output = 4 * (2 * 2 * 16 * 32 * 32)        # 4 [32, 32] x [32, 32]: 262,144
+  scores_and_context = 2 * (2 * 2 * 16 * 16 * 32)    # [B, T, T] per head, 2 x 32,768: 65,536
+  ffn = 2 * (2 * 2 * 16 * 32 * 64)                   # [32, 32] x [32, 64] and back: 262,144
+  pooler = 2 * 2 * 32 * 32                           # 4,096
+  mlm = 2 * 6 * 32 * 16 + 2 * 6 * 16 * 1000          # 6 positions: 6,144 + 192,000
+  sop = 2 * 2 * 32 * 2                               # 256
+  forward = projection + 3 * (qkv_and_output + scores_and_context + ffn) + pooler + mlm + sop
+  assert forward == 2_004_736
+  assert benchmark.pretraining_flops(config, 2, 16, 3) == (forward, 3 * forward)
+  # E == H: no projection; inner_group_num blocks per layer all compute.
+  shared = albert_tf.AlbertConfig(vocab_size=1000, embedding_size=32, hidden_size=32,
+                                  num_hidden_layers=3, inner_group_num=2, num_attention_heads=4,
+                                  intermediate_size=64)
+  assert benchmark.pretraining_flops(shared, 2, 16, 3).forward == (
+      forward - projection + 3 * (qkv_and_output + scores_and_context + ffn)
+      + 2 * 6 * 32 * 32 - 2 * 6 * 32 * 16 + 2 * 6 * 32 * 1000 - 2 * 6 * 16 * 1000)
+
+
+@pytest.mark.parametrize("device, policy, tf32, peak", [
+    ("NVIDIA H200", "mixed_bfloat16", True, 989.5),
+    ("NVIDIA H200", "float32", True, 494.5),
+    ("NVIDIA H200", "float32", False, 67.0),
+    ("NVIDIA H100 80GB HBM3", "mixed_float16", True, 989.5),
+    ("NVIDIA H100 PCIe", "mixed_bfloat16", True, 756.5),
+    ("NVIDIA A100-SXM4-80GB", "float32", True, 156.0),
+    ("NVIDIA A100-SXM4-40GB", "mixed_bfloat16", True, 312.0),
+    ("NVIDIA L4", "mixed_bfloat16", True, 121.0),
+    ("Tesla V100-SXM2-16GB", "mixed_float16", True, 125.0),
+    ("Tesla V100-SXM2-16GB", "float32", True, 15.7),  # no TF32 on Volta
+    ("Tesla T4", "mixed_float16", True, 65.0),
+    ("TPU v4", "mixed_bfloat16", True, 275.0),
+    ("TPU v5e", "mixed_bfloat16", True, 197.0),
+])
+def test_peak_table(device, policy, tf32, peak):
+  assert benchmark.peak_tflops_for(device, policy, tf32)[0] == peak
+
+
+def test_no_peak_is_explained():
+  peak, note = benchmark.peak_tflops_for("Tesla V100-SXM2-16GB", "mixed_bfloat16")
+  assert peak is None and "bf16" in note and "--peak_tflops" in note
+  peak, note = benchmark.peak_tflops_for("NVIDIA L40S", "mixed_bfloat16")  # not the L4's row
+  assert peak is None and "PEAKS" in note
+  cpu = benchmark.utilization(6e9, 0.5, "float32", None, None)
+  assert cpu["accelerator"] == "CPU" and cpu["achieved_tflops"] == 0.012
+  assert cpu["mfu"] is None and cpu["peak_tflops"] is None and "--peak_tflops" in cpu["mfu_note"]
+  h200 = benchmark.utilization(9.895e12, 0.02, "mixed_bfloat16", None, "NVIDIA H200")
+  assert h200["mfu"] == 0.5 and h200["peak_source"] == "NVIDIA H200 SXM datasheet, bf16 dense"
+
+
+@pytest.mark.slow
+def test_forward_and_train_lines_report_flops_and_mfu():
+  lines = _run_benchmark("--mode=forward", "--mode=train", "--iterations_per_loop=3",
+                         "--peak_tflops=0.5")
+  assert [l["mode"] for l in lines] == ["forward", "train"]
+  forward, train = lines
   # The training step is run_pretraining's Runner, 3 updates per call.
-  assert (lines[1]["optimizer"], lines[1]["iterations_per_loop"]) == ("lamb", 3)
-  assert lines[1]["mixed_precision"] == "float32"
-  serving = lines[2:]
-  assert [(l["signature"], l["batch_size"]) for l in serving] == [
-      ("text", 1), ("tokens", 1), ("text", 4), ("tokens", 4)]
-  for line in serving:
-    assert 0 < line["p50_ms"] <= line["p99_ms"] and line["examples_per_second"] > 0
-  for line in lines[:2]:
+  assert (train["optimizer"], train["iterations_per_loop"]) == ("lamb", 3)
+  assert train["mixed_precision"] == "float32"
+  flops = benchmark.pretraining_flops(albert_tf.AlbertConfig.from_json_file(TINY_CONFIG), 2, 16, 3)
+  assert forward["flops_per_forward_pass"] == train["flops_per_forward_pass"] == flops.forward
+  assert train["flops_per_training_step"] == flops.train
+  for line, step_flops in ((forward, flops.forward), (train, flops.train)):
     assert line["seconds_per_step"] > 0 and line["peak_rss_mb"] > 0
     assert abs(line["examples_per_second"] - 2 / line["seconds_per_step"]) < 0.05 * line[
         "examples_per_second"] + 0.01
+    achieved = step_flops / line["seconds_per_step"] / 1e12
+    assert line["achieved_tflops"] == pytest.approx(achieved, rel=1e-3)
+    assert (line["peak_tflops"], line["peak_source"]) == (0.5, "--peak_tflops")
+    assert line["mfu"] == pytest.approx(line["achieved_tflops"] / 0.5, rel=1e-3)
+    assert line["mfu_note"] is None and line["accelerator"] == "CPU"
 
 
+@pytest.mark.slow
+def test_serving_lines_per_length_and_batch():
+  lines = _run_benchmark("--mode=serving", "--serving_tokens=8,32", "--serving_batch_sizes=4",
+                         "--serving_requests=6", "--serving_precision=bfloat16")
+  assert [(l["tokens"], l["batch_size"], l["signature"]) for l in lines] == [
+      (n, b, s) for n in (8, 32) for b in (1, 4) for s in ("text", "tokens")]
+  for line in lines:
+    assert line["mode"] == "serving" and line["serving_precision"] == "bfloat16"
+    assert 0 < line["p50_ms"] <= line["p99_ms"] and line["examples_per_second"] > 0
+    # Measured as TF Serving runs the model: in a process without albert_tf.
+    assert line["albert_tf_loaded"] is False and line["export_max_seq_length"] == 32
+    if line["signature"] == "text":  # the text tokenizes to the requested length
+      assert line["text_tokens"] == line["tokens"]
+
+
+def test_serving_lengths_past_the_config_are_a_flag_error():
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark.py"), "--mode=serving",
+       f"--config={TINY_CONFIG}", "--serving_tokens=8,128"],
+      capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode != 0
+  assert "--serving_tokens=8,128" in result.stderr and "max_position_embeddings (64)" in (
+      result.stderr)
+
+
+@pytest.mark.slow
 def test_dynamic_length_benchmark_reports_equal_logits():
   cmd = [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark_dynamic_length.py"),
-         f"--config={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}",
-         "--max_seq_length=64", "--batch_size=8", "--train_steps=1"]
+         f"--config={TINY_CONFIG}", "--max_seq_length=64", "--batch_size=8", "--train_steps=1"]
   result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
   lines = [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
   assert [l["mode"] for l in lines] == ["eval", "train"]

@@ -1,71 +1,309 @@
-"""Times ALBERT's forward pass and full pretraining step on synthetic data.
+"""Times ALBERT's forward pass, pretraining step and exported SavedModel on synthetic data.
 
   python tools/benchmark.py --config=base --batch_size=8 --seq_length=128 --mode=all
 
-Prints one JSON line per mode with mode, seconds_per_step (median after warm-up),
-examples_per_second and peak_rss_mb. `--config` is a preset name (base, large, xlarge, xxlarge)
-or a path to an albert_config.json. `--mode=train` times what run_pretraining runs: the
-pretraining Runner's train_steps (one device, as --strategy=one_device), --iterations_per_loop
-updates per call, on one synthetic batch repeated by tf.data.
-"""
+Prints one JSON line per measurement. `--config` is a preset name (base, large, xlarge, xxlarge)
+or a path to an albert_config.json.
 
+forward and train lines: seconds_per_step (median after warm-up), examples_per_second,
+peak_rss_mb, the model FLOPs (`pretraining_flops`: flops_per_forward_pass,
+flops_per_training_step), achieved_tflops (the step's FLOPs / seconds_per_step) and mfu
+(achieved_tflops / peak_tflops). The peak is --peak_tflops, else the dense peak in `PEAKS` of the
+accelerator TensorFlow reports, at the precision --mixed_precision computes in (peak_source says
+which); with no known peak (a CPU) mfu is null and mfu_note says why. `--mode=train` times what
+run_pretraining runs: the pretraining Runner's train_steps (one device, as
+--strategy=one_device), --iterations_per_loop updates per call, on one synthetic batch repeated
+by tf.data.
+
+serving lines: the pretrainer exported as export_saved_model writes it (--serving_precision),
+then loaded and called in a child process that does not import albert_tf, as TF Serving runs it.
+For each of --serving_tokens (a request's length, [CLS] and [SEP] included): the text signature
+on a text SentencePiece cuts into that many tokens, and the tokens signature on [B, tokens] ids;
+at batch 1 (p50_ms / p99_ms latency) and at each of --serving_batch_sizes (examples_per_second).
+
+The functions here are also tools/device_check.py's. Importing this module defines no flags and
+loads neither TensorFlow nor albert_tf: the serving child must run without albert_tf, and the
+FLOP count and peak table need neither, so TensorFlow and albert_tf are imported where used.
+"""
+# pylint: disable=import-outside-toplevel
+
+import collections
 import json
 import os
+import re
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app, flags
+import numpy as np
 
-from albert_tf.startup import quiet_tensorflow_startup  # noqa: E402
-
-# A script importing TensorFlow below: its start-up notices are quieted before that import.
-quiet_tensorflow_startup()
-
-from absl import app, flags  # noqa: E402  pylint: disable=wrong-import-position
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-import albert_tf  # noqa: E402
-from albert_tf.optimization import create_optimizer  # noqa: E402
-from albert_tf.settings import PRECISION_POLICIES, TrainSettings  # noqa: E402
-from albert_tf.training import precision, strategy as strategies  # noqa: E402
-from albert_tf.training.pretraining import PretrainingRunner  # noqa: E402
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:
+  sys.path.insert(0, REPO_ROOT)
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("config", "base", "Preset name or path to an albert_config.json.")
-flags.DEFINE_integer("batch_size", 8, "Examples per step.")
-flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
-flags.DEFINE_integer("num_predictions", 20, "Masked-LM predictions per example.")
-flags.DEFINE_enum("mode", "all", ["forward", "train", "serving", "all"],
-                  "What to time: forward, train, serving (an exported SavedModel's text and "
-                  "tokens signatures), or all of them.")
-flags.DEFINE_string("spm_model_file",
-                    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                 "tests", "testdata", "original_pretraining_data",
-                                 "30k-clean-tiny.model"),
-                    "SentencePiece model for the serving export.")
-flags.DEFINE_integer("serving_requests", 30, "Timed requests per serving measurement.")
-flags.DEFINE_integer("serving_batch_size", 32, "Batch of the serving throughput measurement.")
-flags.DEFINE_integer("warmup_steps", 2, "Untimed calls first (tracing, compilation).")
-flags.DEFINE_integer("steps", 5, "Timed calls (train: each runs --iterations_per_loop updates).")
-flags.DEFINE_integer("iterations_per_loop", 1,
-                     "Train: updates per compiled call, as run_pretraining's flag.", lower_bound=1)
-flags.DEFINE_enum("optimizer", "lamb", ["lamb", "adamw"], "Optimizer of the training step.")
-flags.DEFINE_bool("jit_compile", True, "Compile the step with XLA.")
-flags.DEFINE_enum("mixed_precision", "float32", list(PRECISION_POLICIES),
-                  "Keras precision policy, as run_pretraining's flag (mixed_float16 adds its "
-                  "dynamic loss scale to the training step).")
+
+DEFAULT_SPM_MODEL = os.path.join(REPO_ROOT, "tests", "testdata", "original_pretraining_data",
+                                 "30k-clean-tiny.model")
+# Words for the serving texts: ordinary English prose, so that SentencePiece cuts it as it cuts
+# requests (the synthetic "aaaa..." of a fixed length would be a few long pieces).
+SERVING_CORPUS = os.path.join(REPO_ROOT, "data", "sample", "corpus.txt")
+
+# Training = forward + backward, and the backward pass of a matmul is two matmuls of the same
+# size (gradients of both operands): 3x the forward FLOPs.
+TRAIN_FLOPS_PER_FORWARD_FLOP = 3
 
 
-def _config():
-  if os.path.exists(FLAGS.config):
-    return albert_tf.AlbertConfig.from_json_file(FLAGS.config)
-  return albert_tf.AlbertConfig.from_preset(FLAGS.config)
+def define_flags():
+  """The command line's flags (only when run as a program: importing this module defines none,
+  so tools/device_check.py and tests can use its functions beside their own flags)."""
+  from albert_tf.settings import PRECISION_POLICIES  # no TensorFlow behind it
+  flags.DEFINE_string("config", "base", "Preset name or path to an albert_config.json.")
+  flags.DEFINE_integer("batch_size", 8, "Examples per step.")
+  flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
+  flags.DEFINE_integer("num_predictions", 20, "Masked-LM predictions per example.")
+  flags.DEFINE_multi_enum("mode", ["all"], ["forward", "train", "serving", "all"],
+                          "What to time: forward, train, serving (an exported SavedModel's text "
+                          "and tokens signatures), or all of them; repeat the flag for several "
+                          "(--mode=forward --mode=train).")
+  flags.DEFINE_float("peak_tflops", None,
+                     "Peak TFLOP/s of the device the step runs on, for mfu. Default: the dense "
+                     "peak in tools/benchmark.py's PEAKS table of the accelerator TensorFlow "
+                     "reports, at the precision --mixed_precision computes in (none on a CPU).",
+                     lower_bound=0.0)
+  flags.DEFINE_string("spm_model_file", DEFAULT_SPM_MODEL,
+                      "SentencePiece model for the serving export and its texts.")
+  flags.DEFINE_list("serving_tokens", ["8", "32", "128"],
+                    "Serving: request lengths in tokens, [CLS] and [SEP] included (the text "
+                    "signature gets texts that tokenize to that many, the tokens signature "
+                    "[B, tokens] ids). The export's max_seq_length is the largest.")
+  flags.DEFINE_list("serving_batch_sizes", ["8", "32"],
+                    "Serving: batch sizes of the throughput measurements (batch 1, for latency, "
+                    "is always timed).")
+  flags.DEFINE_enum("serving_precision", "float32", ["float32", "bfloat16"],
+                    "Serving: the export's precision (bfloat16: built under mixed_bfloat16, "
+                    "float32 weights and outputs).")
+  flags.DEFINE_integer("serving_requests", 30, "Timed requests per batch-1 serving measurement "
+                       "(a sixth of them, at least 3, for the larger batches).", lower_bound=1)
+  flags.DEFINE_integer("warmup_steps", 2, "Untimed calls first (tracing, compilation).")
+  flags.DEFINE_integer("steps", 5, "Timed calls (train: each runs --iterations_per_loop updates).")
+  flags.DEFINE_integer("iterations_per_loop", 1,
+                       "Train: updates per compiled call, as run_pretraining's flag.",
+                       lower_bound=1)
+  flags.DEFINE_enum("optimizer", "lamb", ["lamb", "adamw"], "Optimizer of the training step.")
+  flags.DEFINE_bool("jit_compile", True, "Compile the step with XLA.")
+  flags.DEFINE_enum("mixed_precision", "float32", list(PRECISION_POLICIES),
+                    "Keras precision policy, as run_pretraining's flag (mixed_float16 adds its "
+                    "dynamic loss scale to the training step).")
+
+
+# -- model FLOPs ----------------------------------------------------------------------------------
+Flops = collections.namedtuple("Flops", ["forward", "train"])
+
+
+def pretraining_flops(config, batch_size, seq_length, num_predictions):
+  """Model FLOPs of AlbertPretrainer on one batch: matmuls only, 2 FLOPs per multiply-add.
+
+  With B = batch_size, T = seq_length, P = num_predictions, E = embedding_size, H = hidden_size,
+  I = intermediate_size, V = vocab_size, and blocks = num_hidden_layers x inner_group_num (every
+  layer computes, however many share parameters):
+
+    embedding projection (E != H)   2 B T E H
+    each block: Q, K, V, output     4 x 2 B T H H
+                scores QK^T         2 B T T H    ([B, heads, T, H/heads] x [.., H/heads, T])
+                context  PV         2 B T T H
+                FFN in and out      2 x 2 B T H I
+    pooler (first token)            2 B H H
+    MLM transform of the P masked   2 B P H E
+    MLM logits, tied table          2 B P E V
+    sentence-order logits           2 B H 2
+
+  Embedding gathers, LayerNorm, softmax, activations and the optimizer's update are left out,
+  as in the usual MFU count (elementwise work, small beside the matmuls).
+
+  Args:
+    config: an AlbertConfig (or anything with its size attributes).
+    batch_size, seq_length, num_predictions: B, T and P.
+
+  Returns:
+    Flops(forward, train): one forward pass, and one training step, 3x the forward pass (the
+    backward pass of each matmul is two matmuls of its size).
+  """
+  b, t, p = batch_size, seq_length, num_predictions
+  e, h = config.embedding_size, config.hidden_size
+  i, v = config.intermediate_size, config.vocab_size
+  blocks = config.num_hidden_layers * config.inner_group_num
+  projection = 2 * b * t * e * h if e != h else 0
+  block = 4 * 2 * b * t * h * h + 2 * (2 * b * t * t * h) + 2 * (2 * b * t * h * i)
+  heads = 2 * b * h * h + 2 * b * p * h * e + 2 * b * p * e * v + 2 * b * h * 2
+  forward = projection + blocks * block + heads
+  return Flops(forward, TRAIN_FLOPS_PER_FORWARD_FLOP * forward)
+
+
+# -- accelerator peaks ----------------------------------------------------------------------------
+Peak = collections.namedtuple("Peak", ["pattern", "bf16", "fp16", "tf32", "fp32", "source"])
+
+# Dense (no 2:4 sparsity) peak TFLOP/s of one device, by a pattern searched in the name TensorFlow
+# reports: tf.config.experimental.get_device_details(gpu)["device_name"] for GPUs, "TPU <version>"
+# for TPUs (see accelerator_name). The first matching row wins, so specific names come first.
+# NVIDIA datasheets give tensor-core figures "with sparsity"; the dense figure is half of it.
+# tf32: the tensor-core rate of float32 matmuls when TF32 is on (TensorFlow's default on Ampere
+# and later); None where the chip has no TF32, and bf16 None where it has no bfloat16 units.
+# TPUs: Google publishes the bf16 peak per chip only (TensorFlow runs float32 matmuls on TPUs
+# through bf16 passes, at no published rate). A v2/v3 chip is two TensorFlow devices (cores),
+# v4 and later one.
+PEAKS = (
+    # NVIDIA H100 datasheet (nvidia.com/en-us/data-center/h100): SXM FP32 67, TF32 989*,
+    # BF16/FP16 1,979*; PCIe 51, 756*, 1,513*; NVL 60, 835*, 1,671* (* with sparsity).
+    Peak(r"H100 NVL", 835.5, 835.5, 417.5, 60.0, "NVIDIA H100 NVL datasheet"),
+    Peak(r"H100 PCIe", 756.5, 756.5, 378.0, 51.0, "NVIDIA H100 PCIe datasheet"),
+    Peak(r"H100", 989.5, 989.5, 494.5, 67.0, "NVIDIA H100 SXM datasheet"),
+    # NVIDIA H200 datasheet (nvidia.com/en-us/data-center/h200): SXM FP32 67, TF32 989*,
+    # BF16/FP16 1,979*; NVL 60, 835*, 1,671*.
+    Peak(r"H200 NVL", 835.5, 835.5, 417.5, 60.0, "NVIDIA H200 NVL datasheet"),
+    Peak(r"H200", 989.5, 989.5, 494.5, 67.0, "NVIDIA H200 SXM datasheet"),
+    # NVIDIA A100 datasheet (nvidia.com/en-us/data-center/a100): FP32 19.5, TF32 156,
+    # BF16/FP16 312 dense (SXM4 and PCIe, 40 and 80 GB alike).
+    Peak(r"A100", 312.0, 312.0, 156.0, 19.5, "NVIDIA A100 datasheet"),
+    # NVIDIA L4 datasheet (nvidia.com/en-us/data-center/l4): FP32 30.3, TF32 120*,
+    # BF16/FP16 242*.
+    Peak(r"\bL4\b", 121.0, 121.0, 60.0, 30.3, "NVIDIA L4 datasheet"),
+    # NVIDIA V100 datasheet (images.nvidia.com/content/technologies/volta/pdf/
+    # volta-v100-datasheet-update-us-1165301-r5.pdf): Tensor (FP16) 125 / 112 / 130, FP32 15.7 /
+    # 14 / 16.4 for SXM2 / PCIe / V100S PCIe. Volta has no bfloat16 nor TF32.
+    Peak(r"V100S", None, 130.0, None, 16.4, "NVIDIA V100S datasheet"),
+    Peak(r"V100-SXM", None, 125.0, None, 15.7, "NVIDIA V100 SXM2 datasheet"),
+    Peak(r"V100", None, 112.0, None, 14.0, "NVIDIA V100 PCIe datasheet"),
+    # NVIDIA T4 datasheet (nvidia.com/en-us/data-center/tesla-t4): mixed FP16/FP32 65, FP32 8.1.
+    Peak(r"\bT4\b", None, 65.0, None, 8.1, "NVIDIA T4 datasheet"),
+    # Cloud TPU system architecture (cloud.google.com/tpu/docs/v3, /v4, /v5e, /v5p): peak compute
+    # per chip (bf16) 123, 275, 197 and 459.
+    Peak(r"^TPU v3\b", 123.0, None, None, None, "Cloud TPU v3 docs, per chip"),
+    Peak(r"^TPU v4\b", 275.0, None, None, None, "Cloud TPU v4 docs, per chip"),
+    Peak(r"^TPU v5e\b", 197.0, None, None, None, "Cloud TPU v5e docs, per chip"),
+    Peak(r"^TPU v5p\b", 459.0, None, None, None, "Cloud TPU v5p docs, per chip"),
+)
+
+# Cloud TPU VMs name their accelerator in TPU_ACCELERATOR_TYPE ("v4-8", "v5litepod-8", "v5p-8").
+_TPU_VERSIONS = {"v5litepod": "v5e", "v5lite": "v5e"}
+
+
+def peak_tflops_for(device_name, mixed_precision, tf32=True):
+  """The table's dense peak of `device_name` at the precision a policy computes its matmuls in.
+
+  Args:
+    device_name: str, as accelerator_name() gives it.
+    mixed_precision: a Keras policy name: mixed_bfloat16 -> bf16, mixed_float16 -> fp16,
+      float32 -> tf32 when `tf32` and the chip has TF32, else fp32.
+    tf32: bool. Whether TensorFlow runs float32 matmuls in TF32 (tf32_enabled()).
+
+  Returns:
+    (peak TFLOP/s, "<row source>, <precision> dense"), or (None, why there is none).
+  """
+  for row in PEAKS:
+    if re.search(row.pattern, device_name):
+      if mixed_precision == "mixed_bfloat16":
+        precision = "bf16"
+      elif mixed_precision == "mixed_float16":
+        precision = "fp16"
+      else:
+        precision = "tf32" if tf32 and row.tf32 else "fp32"
+      peak = getattr(row, precision)
+      if peak is None:
+        return None, (f"{row.source} gives no {precision} peak for {device_name!r} (no such "
+                      f"units); pass --peak_tflops for mfu")
+      return peak, f"{row.source}, {precision} dense"
+  return None, (f"no peak for {device_name!r} in tools/benchmark.py's PEAKS table; pass "
+                f"--peak_tflops for mfu (or add the device's dense datasheet figures to PEAKS)")
+
+
+def accelerator_name():
+  """What TensorFlow runs on: the first GPU's device_name ("NVIDIA H100 80GB HBM3"), "TPU <v>"
+  when TPU devices are initialised (the version from TPU_ACCELERATOR_TYPE), else None (CPU)."""
+  import tensorflow as tf
+  gpus = tf.config.list_physical_devices("GPU")
+  if gpus:
+    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+  if tf.config.list_logical_devices("TPU"):
+    kind = os.environ.get("TPU_ACCELERATOR_TYPE", "").split("-")[0]
+    return f"TPU {_TPU_VERSIONS.get(kind, kind)}" if kind else "TPU"
+  return None
+
+
+def tf32_enabled():
+  """Whether float32 matmuls run in TF32 on an Ampere or later GPU: TensorFlow's switch, unless
+  NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS and cuDNN beneath it."""
+  import tensorflow as tf
+  return (tf.config.experimental.tensor_float_32_execution_enabled()
+          and os.environ.get("NVIDIA_TF32_OVERRIDE") != "0")
+
+
+def _significant(x, digits=4):
+  return float(f"{x:.{digits}g}")
+
+
+def utilization(flops, seconds, mixed_precision, peak_tflops=None, device_name=None, tf32=True):
+  """Achieved TFLOP/s and MFU of a step of `flops` model FLOPs that took `seconds`.
+
+  Args:
+    flops: model FLOPs of the step (pretraining_flops).
+    seconds: seconds per step.
+    mixed_precision: the Keras policy of the step (picks the table's peak).
+    peak_tflops: the device's peak TFLOP/s, or None to look `device_name` up in PEAKS.
+    device_name: accelerator_name(), None for a CPU.
+    tf32: tf32_enabled().
+
+  Returns:
+    {accelerator, achieved_tflops, peak_tflops, peak_source, mfu, mfu_note}: peak_tflops,
+    peak_source and mfu are None where no peak is known, and mfu_note then says why.
+  """
+  achieved = flops / seconds / 1e12
+  fields = {"accelerator": device_name or "CPU", "achieved_tflops": _significant(achieved)}
+  note = None
+  if peak_tflops:
+    source = "--peak_tflops"
+  elif device_name is None:
+    source = None
+    note = ("no accelerator: TensorFlow sees no GPU or TPU, and a CPU's peak is not in the "
+            "table; pass --peak_tflops for mfu")
+  else:
+    peak_tflops, source = peak_tflops_for(device_name, mixed_precision, tf32)
+    if peak_tflops is None:
+      source, note = None, source
+  fields.update(peak_tflops=peak_tflops, peak_source=source,
+                mfu=_significant(achieved / peak_tflops) if peak_tflops else None, mfu_note=note)
+  return fields
+
+
+# -- timing ---------------------------------------------------------------------------------------
+def load_config(name_or_path):
+  """An AlbertConfig from a preset name (base, large, ...) or an albert_config.json path."""
+  import albert_tf
+  if os.path.exists(name_or_path):
+    return albert_tf.AlbertConfig.from_json_file(name_or_path)
+  return albert_tf.AlbertConfig.from_preset(name_or_path)
+
+
+def build_pretrainer(config, mixed_precision):
+  """(strategy, model): the Keras policy set first, as run_pretraining does, then an
+  AlbertPretrainer of `config` under the one-device strategy."""
+  import albert_tf
+  from albert_tf.training import precision, strategy as strategies
+  precision.set_policy(mixed_precision)
+  strategy = strategies.create_strategy("one_device")
+  with strategy.scope():
+    model = albert_tf.AlbertPretrainer(config)
+  return strategy, model
 
 
 def synthetic_batch(config, batch_size, seq_length, num_predictions, seed=0):
+  """Random pretraining features: ids int32 [B, T], masked_lm_* [B, P], labels [B, 1]."""
+  import tensorflow as tf
   rng = np.random.default_rng(seed)
   ints = lambda high, shape: tf.constant(rng.integers(0, high, size=shape), tf.int32)
   return {
@@ -80,6 +318,7 @@ def synthetic_batch(config, batch_size, seq_length, num_predictions, seed=0):
 
 
 def time_steps(fn, warmup, steps):
+  """Median seconds of `steps` calls of fn() after `warmup` untimed ones, each waited for."""
   for _ in range(warmup):
     _block(fn())
   times = []
@@ -91,116 +330,297 @@ def time_steps(fn, warmup, steps):
 
 
 def _block(result):
+  import tensorflow as tf
   for t in tf.nest.flatten(result):
     if hasattr(t, "numpy"):
       t.numpy()
 
 
 def peak_rss_mb():
+  """This process's peak resident memory in MB. /proc's VmHWM where there is one: getrusage's
+  ru_maxrss survives exec, so a child process would report its parent's peak if larger."""
+  try:
+    with open("/proc/self/status", encoding="ascii") as f:
+      for line in f:
+        if line.startswith("VmHWM:"):
+          return int(line.split()[1]) / 1024.0
+  except OSError:
+    pass
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def report(mode, seconds, batch_size, **extra):
+def measurement(mode, seconds, batch_size, **extra):
+  """A result line: mode, batch_size, seconds_per_step, examples_per_second, peak_rss_mb,
+  then `extra`."""
   # Seconds to 4 significant digits: a tiny model's update takes well under a millisecond.
-  line = {"mode": mode, "batch_size": batch_size, "seconds_per_step": float(f"{seconds:.4g}"),
+  line = {"mode": mode, "batch_size": batch_size, "seconds_per_step": _significant(seconds),
           "examples_per_second": round(batch_size / seconds, 2),
           "peak_rss_mb": round(peak_rss_mb(), 1)}
   line.update(extra)
+  return line
+
+
+def report(line):
   print(json.dumps(line), flush=True)
   return line
 
 
-def _percentile(values, q):
-  return float(np.percentile(np.asarray(values) * 1000.0, q))
+def pretraining_runner(strategy, model, settings, mixed_precision):
+  """run_pretraining's Runner for `model` (made under `strategy`): the optimizer `settings`
+  names, its schedule and clipping, and mixed_float16's loss scale."""
+  from albert_tf.optimization import create_optimizer
+  from albert_tf.training import precision
+  from albert_tf.training.pretraining import PretrainingRunner
+  with strategy.scope():
+    optimizer = create_optimizer(settings.optimizer)
+    loss_scale = precision.loss_scale_for(mixed_precision)
+  return PretrainingRunner(strategy, model, optimizer, settings, loss_scale)
 
 
-def benchmark_serving(model, seq_length, batch_sizes, requests, warmup):
-  """Exports `model` as a SavedModel, loads it as TF Serving would, and times its text and tokens
-  signatures: latency percentiles and examples/s per batch size."""
-  import shutil  # pylint: disable=import-outside-toplevel
-  import tempfile  # pylint: disable=import-outside-toplevel
-  # The text signatures' SentencePiece ops, which TF Serving links.
-  import tensorflow_text  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-  from albert_tf.export.saved_model import ServingModule, export_saved_model  # pylint: disable=import-outside-toplevel
+def benchmark_forward(model, config, batch, *, jit_compile=True, mixed_precision="float32",
+                      warmup_steps=2, steps=5, peak_tflops=None, fields=None):
+  """The forward line: model(batch) (masked-LM logits) timed, with its FLOPs and MFU; `fields`
+  are added to the line."""
+  import tensorflow as tf
+  forward = tf.function(lambda b: model(b)["masked_lm_logits"], jit_compile=jit_compile)
+  seconds = time_steps(lambda: forward(batch), warmup_steps, steps)
+  b, t = batch["input_ids"].shape
+  flops = pretraining_flops(config, b, t, batch["masked_lm_positions"].shape[1])
+  return measurement(
+      "forward", seconds, b, flops_per_forward_pass=flops.forward,
+      **utilization(flops.forward, seconds, mixed_precision, peak_tflops, accelerator_name(),
+                    tf32_enabled()),
+      jit_compile=jit_compile, mixed_precision=mixed_precision, **(fields or {}))
+
+
+def benchmark_train(strategy, model, config, batch, *, optimizer="lamb", iterations_per_loop=1,
+                    jit_compile=True, mixed_precision="float32", warmup_steps=2, steps=5,
+                    peak_tflops=None, fields=None):
+  """The train line: run_pretraining's Runner.train_steps on `batch` repeated, per update.
+
+  Args:
+    strategy, model: from build_pretrainer (the policy set).
+    config: the model's AlbertConfig.
+    batch: synthetic_batch(...): input_ids [B, T], masked_lm_positions [B, P], ...
+    optimizer, iterations_per_loop, jit_compile: as run_pretraining's flags.
+    mixed_precision: the policy the model was built under.
+    warmup_steps, steps: untimed and timed calls (each of iterations_per_loop updates).
+    peak_tflops: the device's peak, or None for the PEAKS table.
+    fields: more fields for the line (dict).
+
+  Returns:
+    The line: seconds_per_step (per update), flops_per_training_step, flops_per_forward_pass,
+    achieved_tflops, peak_tflops, peak_source, mfu, mfu_note, accelerator, ...
+  """
+  import tensorflow as tf
+  from albert_tf.settings import TrainSettings
+  b, t = batch["input_ids"].shape
+  settings = TrainSettings(optimizer=optimizer, learning_rate=1e-4, num_train_steps=1000,
+                           num_warmup_steps=10, train_batch_size=b,
+                           iterations_per_loop=iterations_per_loop, jit_compile=jit_compile)
+  runner = pretraining_runner(strategy, model, settings, mixed_precision)
+  iterator = iter(strategy.distribute_datasets_from_function(
+      lambda _: tf.data.Dataset.from_tensors(batch).repeat()))
+  n = iterations_per_loop
+  # train_steps returns Python floats: each call has finished its n updates when it returns.
+  seconds = time_steps(lambda: runner.train_steps(iterator, n), warmup_steps, steps) / n
+  flops = pretraining_flops(config, b, t, batch["masked_lm_positions"].shape[1])
+  return measurement(
+      "train", seconds, b, flops_per_training_step=flops.train,
+      flops_per_forward_pass=flops.forward,
+      **utilization(flops.train, seconds, mixed_precision, peak_tflops, accelerator_name(),
+                    tf32_enabled()),
+      optimizer=optimizer, iterations_per_loop=n, jit_compile=jit_compile,
+      mixed_precision=mixed_precision, **(fields or {}))
+
+
+# -- serving --------------------------------------------------------------------------------------
+def serving_texts(spm_model_file, token_counts, corpus=SERVING_CORPUS):
+  """{n: text} whose tokenization (the export's: lower-cased SentencePiece) is n - 2 pieces, so
+  that the packed request, [CLS] and [SEP] added, is n tokens."""
+  from albert_tf.tokenization import FullTokenizer
+  tokenizer = FullTokenizer(spm_model_file=spm_model_file, do_lower_case=True)
+  count = lambda words: len(tokenizer.tokenize(" ".join(words)))
+  with open(corpus, encoding="utf-8") as f:
+    corpus_words = f.read().split()
+  texts = {}
+  for n in token_counts:
+    words = []
+    for word in corpus_words:
+      if count(words + [word]) > n - 2:
+        break
+      words.append(word)
+    # Whatever a word of the corpus would overshoot, one-piece words make up exactly.
+    filler = next(w for w in ("the", "a", "of") if count([w]) == 1)
+    while count(words) < n - 2:
+      words.append(filler)
+    texts[n] = " ".join(words)
+  return texts
+
+
+def export_for_serving(config, spm_model_file, max_seq_length, serving_precision, base_dir):
+  """Exports a fresh AlbertPretrainer as export_saved_model writes it, built under the policy of
+  `serving_precision`; returns the version folder <base_dir>/1."""
+  import albert_tf
+  from albert_tf.export.saved_model import ServingModule, export_saved_model, serving_policy
+  from albert_tf.training import precision
+  with precision.policy_scope(serving_policy(serving_precision)):
+    model = albert_tf.AlbertPretrainer(config)
+  module = ServingModule(model, spm_model_file, True, max_seq_length)
+  return export_saved_model(module, base_dir, 1)
+
+
+def check_serving_tokens(config, token_counts):
+  """Raises ValueError, naming --serving_tokens, for a request length the export cannot take:
+  under 3 ([CLS], a token, [SEP]) or over the config's max_position_embeddings."""
+  limit = config.max_position_embeddings
+  bad = [n for n in token_counts if not 3 <= n <= limit]
+  if bad:
+    raise ValueError(f"--serving_tokens={','.join(map(str, token_counts))}: each length must be "
+                     f"between 3 ([CLS], a token, [SEP]) and the config's max_position_embeddings "
+                     f"({limit}); {bad} are not (use shorter lengths, or a config with more "
+                     f"positions)")
+
+
+def benchmark_serving(config, spm_model_file, token_counts, batch_sizes, requests, warmup,
+                      serving_precision="float32"):
+  """Exports the pretrainer, then times it in a child process that does not import albert_tf
+  (serving_child), which prints one line per (tokens, batch size, signature).
+
+  Args:
+    config: the AlbertConfig to export.
+    spm_model_file: the export's SentencePiece model (also cuts the texts).
+    token_counts: request lengths, [CLS] and [SEP] included; the largest is the export's
+      max_seq_length.
+    batch_sizes: batch sizes of the throughput measurements (1 is timed first in any case).
+    requests: timed batch-1 requests (a sixth, at least 3, for larger batches).
+    warmup: untimed requests first.
+    serving_precision: float32 or bfloat16.
+
+  Raises:
+    ValueError: naming --serving_tokens, for a length under 3 or over max_position_embeddings.
+    RuntimeError: when the child fails (its stderr's end in the message).
+  """
+  check_serving_tokens(config, token_counts)
   base = tempfile.mkdtemp(prefix="albert_serving_bench_")
   try:
-    module = ServingModule(model, FLAGS.spm_model_file, True, seq_length)
-    export_saved_model(module, base, 1)
-    served = tf.saved_model.load(os.path.join(base, "1"))
-    words = "the quick brown fox jumps over the lazy dog while 1,234 people watch".split()
-    text = " ".join(words[i % len(words)] for i in range(seq_length * 2))
-    rng = np.random.default_rng(0)
-    lines = []
-    for batch in batch_sizes:
-      requests_by_signature = {
-          "text": ("serving_default", {"text": tf.constant([text] * batch)}),
-          "tokens": ("tokens", {
-              "input_ids": tf.constant(rng.integers(5, 900, (batch, seq_length)), tf.int32),
-              "input_mask": tf.ones((batch, seq_length), tf.int32),
-              "segment_ids": tf.zeros((batch, seq_length), tf.int32)}),
-      }
-      for label, (signature, inputs) in requests_by_signature.items():
-        fn = served.signatures[signature]
-        for _ in range(warmup):
-          _block(fn(**inputs))
-        times = []
-        n = requests if batch == 1 else max(3, requests // 6)
-        for _ in range(n):
-          start = time.perf_counter()
-          _block(fn(**inputs))
-          times.append(time.perf_counter() - start)
-        line = {"mode": "serving", "signature": label, "batch_size": batch,
-                "seq_length": seq_length, "p50_ms": round(_percentile(times, 50), 2),
-                "p99_ms": round(_percentile(times, 99), 2),
-                "examples_per_second": round(batch * len(times) / sum(times), 2),
-                "peak_rss_mb": round(peak_rss_mb(), 1), "requests": n}
-        print(json.dumps(line), flush=True)
-        lines.append(line)
-    return lines
+    saved_model = export_for_serving(config, spm_model_file, max(token_counts),
+                                     serving_precision, os.path.join(base, "export"))
+    plan = {"saved_model": saved_model,
+            "texts": {str(n): t for n, t in serving_texts(spm_model_file, token_counts).items()},
+            "token_counts": list(token_counts),
+            "batch_sizes": [1] + [b for b in batch_sizes if b != 1],
+            "requests": requests, "warmup": warmup, "vocab_size": config.vocab_size,
+            "fields": {"serving_precision": serving_precision,
+                       "export_max_seq_length": max(token_counts)}}
+    plan_file = os.path.join(base, "plan.json")
+    with open(plan_file, "w", encoding="utf-8") as f:
+      json.dump(plan, f)
+    code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+            f"import benchmark; benchmark.serving_child({plan_file!r})")
+    # The child prints its lines to our stdout as it goes; its stderr (TensorFlow's start-up
+    # notices) is shown only if it fails.
+    sys.stdout.flush()
+    result = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
+                            check=False)
+    if result.returncode != 0:
+      raise RuntimeError(f"the serving measurement (a child process loading {saved_model}) "
+                         f"failed with exit status {result.returncode}:\n"
+                         f"{result.stderr[-3000:]}")
   finally:
     shutil.rmtree(base, ignore_errors=True)
 
 
-def pretraining_runner(strategy, model):
-  """run_pretraining's Runner for `model`: its optimizer, schedule, clipping, loss scale."""
-  settings = TrainSettings(optimizer=FLAGS.optimizer, learning_rate=1e-4, num_train_steps=1000,
-                           num_warmup_steps=10, train_batch_size=FLAGS.batch_size,
-                           iterations_per_loop=FLAGS.iterations_per_loop,
-                           jit_compile=FLAGS.jit_compile)
-  with strategy.scope():
-    optimizer = create_optimizer(settings.optimizer)
-    loss_scale = precision.loss_scale_for(FLAGS.mixed_precision)
-  return PretrainingRunner(strategy, model, optimizer, settings, loss_scale)
+def _percentile_ms(seconds, q):
+  return round(float(np.percentile(np.asarray(seconds) * 1000.0, q)), 2)
+
+
+def serving_child(plan_file):
+  """The serving measurement, in a process without albert_tf: loads the SavedModel as TF
+  Serving does (tensorflow_text registers the SentencePiece ops) and prints a JSON line per
+  (tokens, batch size, signature): p50_ms, p99_ms, examples_per_second, and for the text
+  signature text_tokens, the length the served tokenizer gave the text."""
+  import tensorflow as tf
+  import tensorflow_text  # noqa: F401  pylint: disable=unused-import
+  if "albert_tf" in sys.modules:
+    raise RuntimeError("albert_tf was imported into the serving measurement's process; it must "
+                       "load the SavedModel alone, as TF Serving does")
+  with open(plan_file, encoding="utf-8") as f:
+    plan = json.load(f)
+  served = tf.saved_model.load(plan["saved_model"])
+  rng = np.random.default_rng(0)
+  for n in plan["token_counts"]:
+    for batch in plan["batch_sizes"]:
+      requests = {
+          "text": ("serving_default", {"text": tf.constant([plan["texts"][str(n)]] * batch)}),
+          "tokens": ("tokens", {
+              "input_ids": tf.constant(rng.integers(5, min(plan["vocab_size"], 900), (batch, n)),
+                                       tf.int32),
+              "input_mask": tf.ones((batch, n), tf.int32),
+              "segment_ids": tf.zeros((batch, n), tf.int32)}),
+      }
+      for label, (signature, inputs) in requests.items():
+        fn = served.signatures[signature]
+        for _ in range(plan["warmup"]):
+          outputs = fn(**inputs)
+        count = plan["requests"] if batch == 1 else max(3, plan["requests"] // 6)
+        times = []
+        for _ in range(count):
+          start = time.perf_counter()
+          outputs = fn(**inputs)
+          _block(outputs)
+          times.append(time.perf_counter() - start)
+        line = {"mode": "serving", "signature": label, "tokens": n, "batch_size": batch,
+                "p50_ms": _percentile_ms(times, 50), "p99_ms": _percentile_ms(times, 99),
+                "examples_per_second": round(batch * len(times) / sum(times), 2),
+                "requests": count}
+        if label == "text":
+          line["text_tokens"] = int(outputs["input_mask"].numpy()[0].sum())
+        line.update(plan["fields"], peak_rss_mb=round(peak_rss_mb(), 1), albert_tf_loaded=False)
+        print(json.dumps(line), flush=True)
+
+
+def _positive_ints(flag_name, values):
+  try:
+    ints = [int(v) for v in values]
+  except ValueError:
+    ints = []
+  if not ints or min(ints) < 1:
+    raise app.UsageError(f"--{flag_name}={','.join(values)}: give positive integers separated "
+                         f"by commas, e.g. --{flag_name}=8,32")
+  return ints
 
 
 def main(_):
-  precision.set_policy(FLAGS.mixed_precision)  # before the model, as run_pretraining
-  config = _config()
-  strategy = strategies.create_strategy("one_device")
-  with strategy.scope():
-    model = albert_tf.AlbertPretrainer(config)
-  batch = synthetic_batch(config, FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions)
-  common = dict(batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
-                num_predictions=FLAGS.num_predictions, jit_compile=FLAGS.jit_compile,
-                mixed_precision=FLAGS.mixed_precision, config=FLAGS.config,
-                threads=os.cpu_count())
-  if FLAGS.mode in ("forward", "all"):
-    forward = tf.function(lambda b: model(b)["masked_lm_logits"], jit_compile=FLAGS.jit_compile)
-    seconds = time_steps(lambda: forward(batch), FLAGS.warmup_steps, FLAGS.steps)
-    report("forward", seconds, **common)
-  if FLAGS.mode in ("train", "all"):
-    runner = pretraining_runner(strategy, model)
-    iterator = iter(strategy.distribute_datasets_from_function(
-        lambda _: tf.data.Dataset.from_tensors(batch).repeat()))
-    n = FLAGS.iterations_per_loop
-    # train_steps returns Python floats: each call has finished its n updates when it returns.
-    seconds = time_steps(lambda: runner.train_steps(iterator, n), FLAGS.warmup_steps,
-                         FLAGS.steps) / n
-    report("train", seconds, optimizer=FLAGS.optimizer, iterations_per_loop=n, **common)
-  if FLAGS.mode in ("serving", "all"):
-    benchmark_serving(model, FLAGS.seq_length, [1, FLAGS.serving_batch_size],
-                      FLAGS.serving_requests, FLAGS.warmup_steps)
+  config = load_config(FLAGS.config)  # no TensorFlow yet: flag errors come at once
+  modes = set(FLAGS.mode)
+  token_counts = _positive_ints("serving_tokens", FLAGS.serving_tokens)
+  batch_sizes = _positive_ints("serving_batch_sizes", FLAGS.serving_batch_sizes)
+  if modes & {"serving", "all"}:
+    try:
+      check_serving_tokens(config, token_counts)
+    except ValueError as e:
+      raise app.UsageError(str(e)) from None
+  from albert_tf.startup import quiet_tensorflow_startup
+  quiet_tensorflow_startup()  # before TensorFlow's first import
+  if modes & {"forward", "train", "all"}:
+    strategy, model = build_pretrainer(config, FLAGS.mixed_precision)
+    batch = synthetic_batch(config, FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions)
+    timing = dict(jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
+                  warmup_steps=FLAGS.warmup_steps, steps=FLAGS.steps,
+                  peak_tflops=FLAGS.peak_tflops,
+                  fields=dict(seq_length=FLAGS.seq_length, num_predictions=FLAGS.num_predictions,
+                              config=FLAGS.config, threads=os.cpu_count()))
+    if modes & {"forward", "all"}:
+      report(benchmark_forward(model, config, batch, **timing))
+    if modes & {"train", "all"}:
+      report(benchmark_train(strategy, model, config, batch, optimizer=FLAGS.optimizer,
+                             iterations_per_loop=FLAGS.iterations_per_loop, **timing))
+  if modes & {"serving", "all"}:
+    benchmark_serving(config, FLAGS.spm_model_file, token_counts, batch_sizes,
+                      FLAGS.serving_requests, FLAGS.warmup_steps, FLAGS.serving_precision)
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)
