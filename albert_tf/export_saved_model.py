@@ -26,6 +26,10 @@ flags.DEFINE_string("init_checkpoint", None,
 flags.DEFINE_string("spm_model_file", None,
                     "The SentencePiece model (shipped as an asset). Default: the spiece.model "
                     "of a Hugging Face --init_checkpoint directory.")
+flags.DEFINE_string("vocab_file", None,
+                    "A WordPiece vocab.txt (shipped as the asset) for models without a "
+                    "SentencePiece model, such as Google's Chinese ALBERT releases; used when "
+                    "--spm_model_file is not given.")
 flags.DEFINE_bool("do_lower_case", True, "Whether the text is lower-cased before tokenization.")
 flags.DEFINE_integer("max_seq_length", 128, "Length the text signatures pad and truncate to.")
 flags.DEFINE_string("export_dir", None, "TF Serving's model base path.")
@@ -46,15 +50,16 @@ def main(argv):
     config, config_file = hf.model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
   except ValueError as e:
     raise app.UsageError(str(e)) from None
-  spm_model_file = FLAGS.spm_model_file or hf.companion_file(FLAGS.init_checkpoint, hf.SPM_NAME)
-  if not spm_model_file:
+  spm_model_file = FLAGS.spm_model_file or (
+      None if FLAGS.vocab_file else hf.companion_file(FLAGS.init_checkpoint, hf.SPM_NAME))
+  if not spm_model_file and not FLAGS.vocab_file:
     raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
-                         "directory with spiece.model)")
+                         "directory with spiece.model), or --vocab_file for a WordPiece model")
   with policy_scope(serving_policy(FLAGS.serving_precision)):
     model = AlbertPretrainer(config)
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
   module = ServingModule(model, spm_model_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
-                         config_file=config_file)
+                         config_file=config_file, vocab_file=FLAGS.vocab_file)
   print(f"loaded {FLAGS.init_checkpoint}: {load_checkpoint(model, FLAGS.init_checkpoint)}")
   print(f"exported {export_saved_model(module, FLAGS.export_dir, FLAGS.version)}")
 

@@ -19,10 +19,14 @@ from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
 ALLOWLIST = os.path.join(TESTDATA, "serving_ops_tf2.12.txt")
+VOCAB = os.path.join(TESTDATA, "original_wordpiece", "vocab.txt")  # 1,155 WordPiece entries
 
 
-def _config():
-  return albert_tf.AlbertConfig.from_json_file(CONFIG)
+def _config(**changes):
+  config = albert_tf.AlbertConfig.from_json_file(CONFIG)
+  for name, value in changes.items():
+    setattr(config, name, value)
+  return config
 
 
 EXPORTS = {
@@ -34,6 +38,12 @@ EXPORTS = {
     "regression_single": lambda: ClassifierServingModule(
         albert_tf.AlbertClassifier(_config(), 1), SPM, [None], pair=False, max_seq_length=32,
         threshold=0.5),
+    "classifier_wordpiece": lambda: ClassifierServingModule(
+        albert_tf.AlbertClassifier(_config(vocab_size=1155), 2), None, ["0", "1"], pair=True,
+        max_seq_length=32, vocab_file=VOCAB),
+    "pretraining_wordpiece": lambda: ServingModule(
+        albert_tf.AlbertPretrainer(_config(vocab_size=1155)), None, max_seq_length=32,
+        vocab_file=VOCAB),
     "squad_v1": lambda: SquadServingModule(albert_tf.AlbertSpanLabeler(_config()), SPM,
                                            max_seq_length=48, doc_stride=16),
     "squad_v2": lambda: SquadServingModule(albert_tf.AlbertSquadV2(_config(), start_n_top=2,
@@ -50,7 +60,9 @@ def test_exports_use_only_ops_that_serving_2_12_registers(name, tmp_path):
   tf.saved_model.save(module, path, signatures=module.signatures())
   ops = saved_model_ops(path)
   # The listing reaches into the signatures' functions: the tokenizer's ops are there.
-  assert "SentencepieceTokenizeOp" in ops and "NormalizeUTF8" in ops
+  tokenizer_op = ("WordpieceTokenizeWithOffsets" if "wordpiece" in name
+                  else "SentencepieceTokenizeOp")
+  assert tokenizer_op in ops and "NormalizeUTF8" in ops
   assert ops_missing_from(path, ALLOWLIST) == []
 
 

@@ -7,8 +7,8 @@ Signatures (batch-major, any batch size):
                      label name; classification only), threshold (scalar float32, only when
                      exported with one: the original's threshold_to_export, served alongside)
   tokens             input_ids, input_mask, segment_ids int32 [B, T] -> the same outputs
-  tokenization_info  () -> vocab_file (the SentencePiece model asset), do_lower_case,
-                     max_seq_length
+  tokenization_info  () -> vocab_file (the SentencePiece model or WordPiece vocab.txt asset),
+                     do_lower_case, max_seq_length
 """
 
 import math
@@ -23,9 +23,9 @@ class ClassifierServingModule(TokensServingModule):
   """Wraps an AlbertClassifier, its label names and the in-graph tokenizer for export."""
 
   def __init__(self, classifier, spm_model_file, label_list, pair, do_lower_case=True,
-               max_seq_length=128, threshold=None):
+               max_seq_length=128, threshold=None, vocab_file=None):
     super().__init__(classifier, spm_model_file, do_lower_case, max_seq_length,
-                     name="albert_classifier_serving")
+                     name="albert_classifier_serving", vocab_file=vocab_file)
     self.classifier = classifier
     self.regression = classifier.is_regression
     self.label_names = None if self.regression else tf.constant([str(x) for x in label_list])

@@ -10,8 +10,8 @@ Signatures (all batch-major, any batch size):
                      -> pooled_output, sequence_output
   mlm                tokens' inputs + mlm_positions int32 [B, P] -> mlm_logits [B, P, V]
   sop_log_probs      tokens' inputs -> sop_log_probs [B, 2]
-  tokenization_info  () -> vocab_file (the SentencePiece model asset), do_lower_case,
-                     max_seq_length
+  tokenization_info  () -> vocab_file (the SentencePiece model or WordPiece vocab.txt asset),
+                     do_lower_case, max_seq_length
 
 Requests are checked in the graph (see serving_inputs): a wrong rank, shapes that disagree,
 length 0 or over max_position_embeddings, ids outside the tables, text batches of different sizes
@@ -35,6 +35,7 @@ from albert_tf.export.serving_inputs import check_texts, check_token_inputs
 from albert_tf.export.staging import write_directory_atomically
 from albert_tf.finetuning.inputs import trim_batch
 from albert_tf.tokenization.in_graph import InGraphTokenizer
+from albert_tf.tokenization.in_graph_wordpiece import WordpieceInGraphTokenizer
 from albert_tf.tokenization.vocab_check import check_vocab_fits
 
 
@@ -54,6 +55,17 @@ def ids_spec(name):
   return tf.TensorSpec([None, None], tf.int32, name=name)
 
 
+def in_graph_tokenizer(spm_model_file=None, vocab_file=None, do_lower_case=True):
+  """The in-graph tokenizer of a SentencePiece model or, without one, a WordPiece vocab.txt (as
+  FullTokenizer chooses)."""
+  if spm_model_file:
+    return InGraphTokenizer(spm_model_file, do_lower_case)
+  if vocab_file:
+    return WordpieceInGraphTokenizer(vocab_file, do_lower_case)
+  raise ValueError("a raw-text export needs --spm_model_file (SentencePiece) or --vocab_file "
+                   "(WordPiece vocab.txt) to tokenize in the graph")
+
+
 def as_float32(outputs):
   """{name: tensor} with floating tensors (bfloat16 under --serving_precision=bfloat16) cast to
   float32, the dtype clients and TF Serving's signatures expect."""
@@ -70,13 +82,14 @@ def pad_positions(x, length, value=0):
 
 class TextServingModule(tf.Module):
   """What every raw-text export holds: the model's weights, its config's limits, the in-graph
-  tokenizer, the SentencePiece model as an asset, and the tokenization_info signature.
+  tokenizer (SentencePiece, or WordPiece given only `vocab_file`), its model file as an asset,
+  and the tokenization_info signature.
 
-  `config_file`, where known, is named in the error when the SentencePiece model has more pieces
-  than the config's vocab_size (requests would fail at serve time)."""
+  `config_file`, where known, is named in the error when the tokenizer has more pieces than the
+  config's vocab_size (requests would fail at serve time)."""
 
   def __init__(self, model, spm_model_file, do_lower_case, max_seq_length, name,
-               config_file=None):
+               config_file=None, vocab_file=None):
     super().__init__(name=name)
     config = model.config
     # TF Serving's loader (C++, as tf.compat.v1.saved_model.loader) finds only the variables the
@@ -88,10 +101,10 @@ class TextServingModule(tf.Module):
     if max_seq_length > config.max_position_embeddings:
       raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
                        f"({config.max_position_embeddings})")
-    self.tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
-    check_vocab_fits(int(self.tokenizer.sp.vocab_size()), config.vocab_size, spm_model_file,
+    self.tokenizer = in_graph_tokenizer(spm_model_file, vocab_file, do_lower_case)
+    check_vocab_fits(self.tokenizer.vocab_size, config.vocab_size, self.tokenizer.model_file,
                      config_file)
-    self.vocab_file = tf.saved_model.Asset(spm_model_file)
+    self.vocab_file = tf.saved_model.Asset(self.tokenizer.model_file)
     self.do_lower_case = do_lower_case
     self.max_seq_length = max_seq_length
     self.vocab_size = config.vocab_size
@@ -149,9 +162,9 @@ class ServingModule(TokensServingModule):
   """Wraps an AlbertPretrainer and the in-graph tokenizer for export."""
 
   def __init__(self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128,
-               config_file=None):
+               config_file=None, vocab_file=None):
     super().__init__(pretrainer, spm_model_file, do_lower_case, max_seq_length,
-                     name="albert_serving", config_file=config_file)
+                     name="albert_serving", config_file=config_file, vocab_file=vocab_file)
     self.pretrainer = pretrainer
 
   def outputs(self, features):

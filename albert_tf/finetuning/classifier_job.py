@@ -143,13 +143,12 @@ class ClassifierJob(FineTuningJob):
     from albert_tf.export.saved_model import export_saved_model
     # pylint: enable=import-outside-toplevel
     s = self.settings
-    if not s.tokenizer.spm_model_file:
-      raise UsageError("--export_dir needs --spm_model_file (the SavedModel tokenizes text "
-                       "with SentencePiece in the graph)")
     pair = self.processor.spec.columns_for("test").text_b is not None
-    module = ClassifierServingModule(self.serving_model(), s.tokenizer.spm_model_file, self.label_list, pair,
-                                     s.tokenizer.do_lower_case, s.model.max_seq_length,
-                                     s.threshold_to_export)
+    # The job's tokenizer: SentencePiece, or WordPiece when only --vocab_file is given.
+    module = ClassifierServingModule(
+        self.serving_model(), s.tokenizer.spm_model_file, self.label_list, pair,
+        s.tokenizer.do_lower_case, s.model.max_seq_length, s.threshold_to_export,
+        vocab_file=s.tokenizer.vocab_file)
     log(f"Model exported to {export_saved_model(module, s.export_dir, int(time.time()))}.")
 
   def flow(self, after_save):

@@ -1,6 +1,7 @@
 """An in-graph tokenizer (tensorflow-text) that gives FullTokenizer's SentencePiece ids, and
-[CLS]/[SEP] packing as the original's classifier features. Used by SavedModel exports, so that
-clients send raw text.
+[CLS]/[SEP] packing as the original's classifier features (PackingTokenizer, shared with the
+WordPiece tokenizer of in_graph_wordpiece.py). Used by SavedModel exports, so that clients send raw
+text.
 
 Where TF ops can only approximate the original's Python: whitespace is what Python's str.split()
 splits on; "combining" characters are removed as the Unicode category Mn (Python removes canonical
@@ -30,8 +31,55 @@ def preprocess_text_op(text, lower=True):
   return text
 
 
-class InGraphTokenizer(tf.Module):
-  """Raw strings -> SentencePiece ids as FullTokenizer(spm_model_file, do_lower_case)."""
+class PackingTokenizer(tf.Module):
+  """What exports need of an in-graph tokenizer: subclasses give ids(text) (ragged int32
+  [B, (n)]), cls_id and sep_id (ints), vocab_size (an int) and model_file (the file to ship as the
+  SavedModel's asset); this class packs ids as the original's classifier features."""
+
+  def ids(self, text):
+    """[B] strings -> ragged int32 [B, (n)] ids."""
+    raise NotImplementedError
+
+  def pack(self, text, text_b=None, max_seq_length=128):
+    """[CLS] a [SEP] (b [SEP]), truncated as the original (longer side first, from the end),
+    padded to max_seq_length. text, text_b: [B] strings. Returns input_ids, input_mask,
+    segment_ids: int32 [B, max_seq_length]."""
+    a = self.ids(text)
+    batch = a.nrows(out_type=tf.int32)
+    if text_b is None:
+      segments = [a[:, :max_seq_length - 2]]
+      has_segment = [tf.ones([batch], tf.bool)]
+    else:
+      b = self.ids(text_b)
+      len_a = tf.cast(a.row_lengths(), tf.int32)
+      has_b = b.row_lengths() > 0
+      la, lb = truncated_pair_lengths(len_a, b.row_lengths(), max_seq_length - 3)
+      # The original packs a pair whose text_b has no tokens as a single text (no second [SEP]).
+      la = tf.where(has_b, la, tf.minimum(len_a, max_seq_length - 2))
+      segments = [a[:, :tf.reduce_max(la)], b[:, :tf.reduce_max(lb)]]
+      segments = [tf.RaggedTensor.from_tensor(s.to_tensor(), lengths=n)
+                  for s, n in zip(segments, (la, lb))]
+      has_segment = [tf.ones([batch], tf.bool), has_b]
+    parts, types = [tf.fill([batch, 1], self.cls_id)], [tf.zeros([batch, 1], tf.int32)]
+    for k, (seg, has) in enumerate(zip(segments, has_segment)):
+      sep = _separators(has, self.sep_id)
+      parts += [seg, sep]
+      types += [tf.ones_like(seg) * k, tf.ones_like(sep) * k]
+    ids = tf.concat(parts, axis=1)
+    segment_ids = tf.concat(types, axis=1)
+    shape = [batch, max_seq_length]
+    return {
+        "input_ids": ids.to_tensor(0, shape=shape),
+        "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),
+        "segment_ids": segment_ids.to_tensor(0, shape=shape),
+    }
+
+
+class InGraphTokenizer(PackingTokenizer):
+  """Raw strings -> SentencePiece ids as FullTokenizer(spm_model_file, do_lower_case).
+
+  `sp` is the tensorflow-text SentencepieceTokenizer; `model_file` is spm_model_file (None when
+  built from spm_model_proto)."""
 
   def __init__(self, spm_model_file=None, do_lower_case=True, spm_model_proto=None,
                name="in_graph_tokenizer"):
@@ -40,7 +88,9 @@ class InGraphTokenizer(tf.Module):
       with io.open_binary(spm_model_file) as f:
         spm_model_proto = f.read()
     self.do_lower_case = do_lower_case
+    self.model_file = spm_model_file
     self.sp = tf_text.SentencepieceTokenizer(model=spm_model_proto, out_type=tf.string)
+    self.vocab_size = int(self.sp.vocab_size())
     ids = self.sp.string_to_id(tf.constant(["[CLS]", "[SEP]"]))
     self.cls_id = int(ids[0])
     self.sep_id = int(ids[1])
@@ -70,34 +120,11 @@ class InGraphTokenizer(tf.Module):
     """[B] strings -> ragged int32 [B, (n)] ids."""
     return tf.cast(self.sp.string_to_id(self.pieces(text)), tf.int32)
 
-  def pack(self, text, text_b=None, max_seq_length=128):
-    """[CLS] a [SEP] (b [SEP]), truncated as the original (longer side first, from the end),
-    padded to max_seq_length. Returns input_ids, input_mask, segment_ids: int32 [B, T]."""
-    a = self.ids(text)
-    if text_b is None:
-      a = a[:, :max_seq_length - 2]
-      segments = [a]
-    else:
-      b = self.ids(text_b)
-      la, lb = truncated_pair_lengths(a.row_lengths(), b.row_lengths(), max_seq_length - 3)
-      segments = [a[:, :tf.reduce_max(la)], b[:, :tf.reduce_max(lb)]]
-      segments = [tf.RaggedTensor.from_tensor(s.to_tensor(), lengths=n)
-                  for s, n in zip(segments, (la, lb))]
-    batch = tf.shape(a.row_lengths())[0]
-    cls = tf.fill([batch, 1], self.cls_id)
-    sep = tf.fill([batch, 1], self.sep_id)
-    parts, types = [cls], [tf.zeros([batch, 1], tf.int32)]
-    for k, seg in enumerate(segments):
-      parts += [seg, sep]
-      types += [tf.ones_like(seg) * k, tf.fill([batch, 1], k)]
-    ids = tf.concat(parts, axis=1)
-    segment_ids = tf.concat(types, axis=1)
-    shape = [batch, max_seq_length]
-    return {
-        "input_ids": ids.to_tensor(0, shape=shape),
-        "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),
-        "segment_ids": segment_ids.to_tensor(0, shape=shape),
-    }
+
+def _separators(present, sep_id):
+  """present: bool [B] -> ragged int32 [B, (0 or 1)]: [sep_id] where present, else []."""
+  lengths = tf.cast(present, tf.int64)
+  return tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(lengths)], sep_id), lengths)
 
 
 def truncated_pair_lengths(len_a, len_b, budget):

@@ -44,9 +44,9 @@ def is_punctuation(char):
   return unicodedata.category(char).startswith("P")
 
 
-_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
                (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 
 def is_cjk(cp):
-  return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+  return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
