@@ -84,7 +84,9 @@ class SquadJob(FineTuningJob):
       raise UsageError(f"The max_seq_length ({s.model.max_seq_length}) must be greater than "
                        f"max_query_length ({s.max_query_length}) + 3")
     if self.tokenizer.sp_model is None:
-      raise UsageError("SQuAD needs --spm_model_file")
+      raise UsageError("SQuAD needs --spm_model_file: the original's SQuAD features (its "
+                       "squad_utils) align SentencePiece pieces to the text, and have no "
+                       "WordPiece (--vocab_file) form")
     self.v2 = settings.v2
     self.key_metric = "f1"
 
