@@ -147,3 +147,18 @@ def test_missing_input_file_errors(tmp_path):
          f"--spm_model_file={SPM}"]
   result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
   assert result.returncode != 0 and "input file not found" in result.stderr
+
+
+def test_wordpiece_fixture_reproduces_expected_records(tmp_path):
+  """The original create_pretraining_data with --vocab_file (its fixture: vocab_file,
+  do_lower_case, seq 64, 10 predictions, dupe 2, seed 12345), record for record."""
+  wordpiece = os.path.join(TESTDATA, "original_wordpiece")
+  settings = _settings(spm_model_file=None, vocab_file=os.path.join(wordpiece, "vocab.txt"))
+  out = tmp_path / "wp.tfrecord"
+  stats = generate([os.path.join(wordpiece, "corpus.txt")], [str(out)], settings)
+  assert stats["instances"] == 1998
+  ours = read_examples(str(out))
+  expected = read_examples(os.path.join(wordpiece, "expected.tfrecord"))
+  assert len(ours) == len(expected) == 1998
+  for i, (a, b) in enumerate(zip(ours, expected)):
+    assert a == b, f"record {i} differs"
