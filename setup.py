@@ -23,5 +23,5 @@ setuptools.setup(
     version="0.2.0",
     packages=setuptools.find_packages(include=["albert_tf", "albert_tf.*"]),
     install_requires=pinned(WORKER_REQUIREMENTS),
-    python_requires=">=3.10",
+    python_requires=">=3.11",
 )

@@ -21,7 +21,8 @@ from albert_tf.startup import quiet_tensorflow_startup
 
 from albert_tf import io as files
 from albert_tf.data.instances import InstanceOptions
-from albert_tf.data.pretraining_data import (GenerationSettings, Progress, check_output_files,
+from albert_tf.data.pretraining_data import (GenerationSettings, Progress,
+                                             check_one_output_per_input, check_output_files,
                                              check_settings, default_output_files, generate,
                                              generate_per_file)
 
@@ -102,6 +103,10 @@ def main(argv):
     input_files = files.expand_input_patterns(FLAGS.input_file, match_remote)
     output_files = default_output_files(input_files, FLAGS.output_file, isdir)
     check_output_files(input_files, output_files, isdir)
+    if FLAGS.beam_pipeline_options or FLAGS.num_workers > 0:
+      check_one_output_per_input(input_files, output_files,
+                                 "--beam_pipeline_options" if FLAGS.beam_pipeline_options
+                                 else "--num_workers")
   except ValueError as e:
     raise app.UsageError(str(e)) from None
   if FLAGS.beam_pipeline_options:

@@ -106,7 +106,8 @@ def test_documents_are_read_as_the_original_reads_them(tmp_path):
   a = tmp_path / "a.txt"
   a.write_bytes(b"\n\nhello world\n  the cat  \n\n\n\nsat on\n")
   b = tmp_path / "b.txt"
-  b.write_bytes(b"the mat\n\nlast line")
+  # TensorFlow's line reader (the original's tf.gfile readline) drops every "\r".
+  b.write_bytes(b"the m\rat\r\n\nlast line")
   reader = CorpusReader(tokenizer)
   corpus = TokenizedCorpus()
   reader.read_file(str(a), corpus)
@@ -119,6 +120,7 @@ def test_documents_are_read_as_the_original_reads_them(tmp_path):
   # [] before the first blank line, after it, and the two between the blank-line run.
   assert corpus.skipped_documents == 4
   assert reader.lines == 11
+  assert reader.bytes_read == a.stat().st_size + b.stat().st_size
   sentence = corpus.documents()[0][0]
   assert list(sentence.starts) == [int(tokenizer.tokenize("hello world")[k].startswith("\u2581"))
                                    for k in range(len(sentence.ids))]
@@ -176,3 +178,44 @@ def test_peak_memory_stays_far_below_the_records(tmp_path):
   records_mb = os.path.getsize(out) / 2**20
   assert records_mb > 15
   assert peak_mb < 100, f"peak RSS {peak_mb:.0f} MB for {records_mb:.0f} MB of records"
+
+
+def test_beam_workers_check_outputs_without_tensorflow():
+  """Workers have no TensorFlow (setup.py installs none): the output checks of the Beam path
+  must not reach tf.io.gfile for gs:// outputs."""
+  code = ("import sys\n"
+          "from albert_tf.data.beam_generation import BEAM_FILE_ACCESS\n"
+          "from albert_tf.data.pretraining_data import check_output_files\n"
+          "check_output_files(['gs://b/in.txt'], ['gs://b/out/in.txt.tfrecord'], "
+          "BEAM_FILE_ACCESS.isdir)\n"
+          "assert 'tensorflow' not in sys.modules, 'TensorFlow imported'\n")
+  result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_pipeline_options_keep_commas_inside_values():
+  from albert_tf.data.beam_generation import parse_pipeline_options  # pylint: disable=import-outside-toplevel
+  assert parse_pipeline_options(
+      "--runner=DataflowRunner,--experiments=use_runner_v2,no_use_multiple_sdk_containers,"
+      "region=europe-west4,--save_main_session") == [
+          "--runner=DataflowRunner", "--experiments=use_runner_v2,no_use_multiple_sdk_containers",
+          "--region=europe-west4", "--save_main_session"]
+
+
+def test_an_empty_shard_gets_an_empty_output_in_per_file_runs(tmp_path):
+  """One empty file among many: the original run on it alone writes no records; the per-file
+  modes do the same instead of failing the whole run (a single run still refuses it)."""
+  from albert_tf.data.pretraining_data import generate_per_file  # pylint: disable=import-outside-toplevel
+  _split_corpus(tmp_path / "corpus")
+  empty = tmp_path / "corpus" / "empty.txt"
+  empty.write_text("\n  \n", encoding="utf-8")
+  inputs = [str(tmp_path / "corpus" / n) for n in ("empty.txt", "first.txt")]
+  outputs = [str(tmp_path / "out" / (os.path.basename(p) + ".tfrecord")) for p in inputs]
+  settings = GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=1,
+                                instance=InstanceOptions(max_seq_length=64,
+                                                         max_predictions_per_seq=10))
+  stats = generate_per_file(inputs, outputs, settings, num_workers=2,
+                            progress=Progress(io.StringIO()))
+  assert os.path.getsize(outputs[0]) == 0 and os.path.getsize(outputs[1]) > 100_000
+  assert stats["instances"] > 300

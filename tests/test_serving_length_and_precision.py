@@ -67,6 +67,9 @@ def test_requests_run_on_their_longest_sequence_rounded_to_8(pretraining):
   np.testing.assert_array_equal(trimmed["input_ids"], packed["input_ids"][:, :width])
   full = pretraining.trimmed(pretraining.pack_texts(tf.constant(["word " * 200])))
   assert full["input_ids"].shape == (1, T)  # never past max_seq_length
+  # The signatures keep their documented static shapes.
+  outputs = pretraining.serve_text.get_concrete_function().structured_outputs
+  assert outputs["sequence_output"].shape.as_list() == [None, T, 32]
 
 
 @pytest.mark.parametrize("batch", [[0], [0, 1, 2, 3, 4, 5, 6, 7], list(range(0, 400, 13))])

@@ -64,6 +64,11 @@ def test_exports_use_only_ops_that_serving_2_12_registers(name, tmp_path):
                   else "SentencepieceTokenizeOp")
   assert tokenizer_op in ops and "NormalizeUTF8" in ops
   assert ops_missing_from(path, ALLOWLIST) == []
+  # And each answers an empty batch with empty outputs.
+  serve = tf.saved_model.load(path).signatures["serving_default"]
+  names = [spec.name for spec in serve.structured_input_signature[1].values()]
+  outputs = serve(**{name: tf.zeros([0], tf.string) for name in names})
+  assert all(value.shape[0] == 0 for value in outputs.values() if value.shape.rank), outputs
 
 
 def test_allowlist_is_tf_2_12_with_its_text_ops():

@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app, flags  # noqa: E402  pylint: disable=wrong-import-position
 
 from albert_tf import io  # noqa: E402  pylint: disable=wrong-import-position
+from albert_tf.data.corpus import corpus_lines  # noqa: E402  pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None,
@@ -86,22 +87,16 @@ def _check_flags():
 def read_lines(path, preprocess):
   """(line number, raw text, bytes of `path` read so far) of each non-blank line of `path`.
 
-  Lines as create_pretraining_data reads them (CorpusReader): split on "\\n" only, UTF-8, blank
-  when nothing is left after preprocessing (a document separator, never tokenized)."""
-  bytes_read = 0
+  Lines as create_pretraining_data reads them (corpus.corpus_lines), blank when nothing is left
+  after preprocessing (a document separator, never tokenized)."""
   with io.open_binary(path) as f:
-    for number, raw in enumerate(f, start=1):
-      bytes_read += len(raw)
-      if raw.endswith(b"\n"):
-        raw = raw[:-1]
-      try:
-        text = raw.decode("utf-8")
-      except UnicodeDecodeError as e:
-        raise BadInput(f"--input_file: {path}:{number}: not valid UTF-8 ({e.reason} at byte "
-                       f"{e.start}); create_pretraining_data refuses it too: re-encode the file "
-                       "as UTF-8 (e.g. iconv)") from None
-      if preprocess(text):
-        yield number, text, bytes_read
+    try:
+      for number, text, bytes_read in corpus_lines(f, path):
+        if preprocess(text):
+          yield number, text, bytes_read
+    except ValueError as e:  # not UTF-8
+      raise BadInput(f"--input_file: {e}; create_pretraining_data refuses it too: re-encode the "
+                     "file as UTF-8 (e.g. iconv)") from None
 
 
 def _common_ends(a, b):

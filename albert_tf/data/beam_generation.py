@@ -17,6 +17,7 @@ Imports apache_beam: only the `--beam_pipeline_options` path loads this module.
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import tempfile
 
@@ -27,7 +28,8 @@ from apache_beam.metrics.metric import Metrics, MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from albert_tf import io as files
-from albert_tf.data.pretraining_data import FileAccess, Progress, generate
+from albert_tf.data.pretraining_data import (FileAccess, check_one_output_per_input,
+                                             generate_file)
 
 COUNTER_NAMESPACE = "create_pretraining_data"
 COUNTERS = ("files", "documents", "instances", "skipped_documents")
@@ -82,16 +84,19 @@ class BeamAtomicFile:
       pass
 
 
-BEAM_FILE_ACCESS = FileAccess(_open_binary, BeamAtomicFile, _size)
+def is_local_dir(path):
+  """Directory test for output paths that needs no TensorFlow: object stores have no
+  directories, so a remote output directory is written with a trailing '/'."""
+  return not files.is_remote(path) and os.path.isdir(path)
+
+
+BEAM_FILE_ACCESS = FileAccess(_open_binary, BeamAtomicFile, _size, is_local_dir)
 
 
 def match_pattern(pattern):
-  """The files matching `pattern` on Beam's FileSystems (for io.expand_input_patterns)."""
-  try:
-    result = FileSystems.match([pattern])[0]
-  except Exception:  # pylint: disable=broad-except  (Beam raises BeamIOError for no match)
-    return []
-  return sorted(m.path for m in result.metadata_list)
+  """The files matching `pattern` on Beam's FileSystems (for io.expand_input_patterns); Beam's
+  own error where it has no file system for the scheme (e.g. gs:// without apache-beam[gcp])."""
+  return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
 
 
 def _read_tokenizer_file(settings):
@@ -138,10 +143,8 @@ class GenerateFileFn(beam.DoFn):
 
   def process(self, element):
     index, (input_file, output_file) = element
-    settings = dataclasses.replace(self._worker_settings,
-                                   random_seed=self.settings.random_seed + index)
-    stats = generate([input_file], [output_file], settings, Progress(label=f" #{index}"),
-                     BEAM_FILE_ACCESS)
+    stats = generate_file(index, input_file, output_file, self._worker_settings,
+                          BEAM_FILE_ACCESS)
     self.counters["files"].inc()
     for name in ("documents", "instances", "skipped_documents"):
       self.counters[name].inc(stats[name])
@@ -150,9 +153,10 @@ class GenerateFileFn(beam.DoFn):
 
 def parse_pipeline_options(text):
   """`--runner=DirectRunner,--direct_num_workers=2` (TFDS's convention; the leading dashes may be
-  left out) -> a list of Beam flags."""
+  left out) -> a list of Beam flags. A comma starts a new option only before `--` or `name=`,
+  so that values may hold commas (`--experiments=a,b,--region=r`)."""
   flags = []
-  for option in text.split(","):
+  for option in re.split(r",(?=--|[A-Za-z_][\w-]*=)", text):
     option = option.strip()
     if option:
       flags.append(option if option.startswith("-") else f"--{option}")
@@ -161,10 +165,7 @@ def parse_pipeline_options(text):
 
 def run_pipeline(input_files, output_files, settings, pipeline_options):
   """Runs generation as a Beam pipeline and waits for it. Returns the counters as a dict."""
-  if len(input_files) != len(output_files):
-    raise ValueError(f"{len(input_files)} input files but {len(output_files)} output files: with "
-                     "--beam_pipeline_options, give one output file per input file (or an "
-                     "output directory)")
+  check_one_output_per_input(input_files, output_files, "--beam_pipeline_options")
   # The local runners relay every worker's INFO lines; the job's own messages (a Dataflow job's
   # URL) stay.
   for name in ("apache_beam.runners.portability", "apache_beam.runners.worker"):
@@ -180,11 +181,7 @@ def run_pipeline(input_files, output_files, settings, pipeline_options):
   counters = result.metrics().query(MetricsFilter().with_namespace(COUNTER_NAMESPACE))["counters"]
   stats = {name: 0 for name in COUNTERS}
   for counter in counters:
-    stats[counter.key.metric.name] = counter.committed
+    # Some runners report only attempted values.
+    value = counter.committed if counter.committed is not None else counter.attempted
+    stats[counter.key.metric.name] = value
   return stats
-
-
-def is_local_dir(path):
-  """Directory test for output paths that needs no TensorFlow: object stores have no
-  directories, so a remote output directory is written with a trailing '/'."""
-  return not files.is_remote(path) and os.path.isdir(path)

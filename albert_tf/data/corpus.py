@@ -80,6 +80,25 @@ class TokenizedCorpus:
     return len(self.ids)
 
 
+def corpus_lines(f, path):
+  """Yields (line number, text, bytes read so far) for each line of the open binary file `f`,
+  as the original reads its corpus (tf.gfile's readline): lines end at "\n", every "\r" is
+  dropped (TensorFlow's line reader skips it anywhere in a line, so "a\rb" reads "ab"), the
+  text is UTF-8. Raises ValueError naming `path` and the line otherwise."""
+  bytes_read = 0
+  for line_number, raw in enumerate(f, start=1):
+    bytes_read += len(raw)
+    raw = raw.replace(b"\r", b"")
+    if raw.endswith(b"\n"):
+      raw = raw[:-1]  # the line's end; a final line without one is read as the original does
+    try:
+      text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise ValueError(f"{path}:{line_number}: not valid UTF-8 ({e.reason} at byte "
+                       f"{e.start})") from None
+    yield line_number, text, bytes_read
+
+
 class CorpusReader:
   """Turns lines into sentences of a TokenizedCorpus with the tokenizer, caching per-piece
   decisions. Files are read line by line: memory does not grow with a line's file."""
@@ -106,16 +125,10 @@ class CorpusReader:
     """Appends the sentences and document ends of `path` to `corpus`. `on_progress(bytes_read)`
     is called every 10,000 lines."""
     tok = self.tokenizer
+    start = self.bytes_read
     with self.open_binary(path) as f:
-      for line_number, raw in enumerate(f, start=1):
-        self.bytes_read += len(raw)
-        if raw.endswith(b"\n"):
-          raw = raw[:-1]  # the line's end; a final line without one is read as the original does
-        try:
-          line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-          raise ValueError(f"{path}:{line_number}: not valid UTF-8 ({e.reason} at byte "
-                           f"{e.start})") from None
+      for _, line, file_bytes in corpus_lines(f, path):
+        self.bytes_read = start + file_bytes
         self.lines += 1
         if on_progress is not None and self.lines % 10000 == 0:
           on_progress(self.bytes_read)

@@ -115,10 +115,11 @@ def format_seconds(seconds):
 class FileAccess:
   """How generation opens its files: `open_binary(path)` for the corpus, `atomic_file(path)` for
   each output (an object with write/commit/abort, as files.AtomicFile), `size(path)` in bytes for
-  progress (None where unknown)."""
+  progress (None where unknown), `isdir(path)` for the output checks."""
   open_binary: Callable
   atomic_file: Callable
   size: Callable
+  isdir: Callable
 
 
 def _local_or_unknown_size(path):
@@ -126,7 +127,8 @@ def _local_or_unknown_size(path):
 
 
 # os for local paths, tf.io.gfile (imported only then) for paths with a scheme.
-DEFAULT_FILE_ACCESS = FileAccess(files.open_binary, files.AtomicFile, _local_or_unknown_size)
+DEFAULT_FILE_ACCESS = FileAccess(files.open_binary, files.AtomicFile, _local_or_unknown_size,
+                                 files.isdir)
 
 
 def check_settings(settings):
@@ -185,8 +187,9 @@ def check_output_files(input_files, output_files, isdir=files.isdir):
     seen[key] = k
 
 
-def read_corpus(input_files, tokenizer, progress, access=DEFAULT_FILE_ACCESS):
-  """The TokenizedCorpus of `input_files` (documents may span files, as the original)."""
+def read_corpus(input_files, tokenizer, progress, access=DEFAULT_FILE_ACCESS, allow_empty=False):
+  """The TokenizedCorpus of `input_files` (documents may span files, as the original). A corpus
+  without text is a ValueError unless allow_empty."""
   reader = CorpusReader(tokenizer, access.open_binary)
   corpus = TokenizedCorpus()
   sizes = [access.size(p) for p in input_files]
@@ -202,7 +205,9 @@ def read_corpus(input_files, tokenizer, progress, access=DEFAULT_FILE_ACCESS):
                     f"{where}: done, {reader.lines} lines so far", force=True)
   corpus.finish()
   if not corpus.sentence_ends:
-    raise ValueError(f"no usable text in {', '.join(input_files)} (empty corpus?)")
+    if not allow_empty:
+      raise ValueError(f"no usable text in {', '.join(input_files)} (empty corpus?)")
+    progress.log(f"warning: no usable text in {', '.join(input_files)}: writing no instances")
   return corpus
 
 
@@ -219,9 +224,14 @@ def open_writers(output_files, atomic_file=files.AtomicFile):
   return writers
 
 
-def generate(input_files, output_files, settings, progress=None, access=DEFAULT_FILE_ACCESS):
+def generate(input_files, output_files, settings, progress=None, access=DEFAULT_FILE_ACCESS,
+             allow_empty=False):
   """Writes the instances of `input_files` round-robin into `output_files` (the original's
   single-process behaviour). Returns {"documents", "instances", "skipped_documents"}.
+
+  A corpus without text is an error, unless allow_empty (the per-file modes: one empty shard of
+  thousands then gets an empty output, as the original run on it alone writes, instead of
+  failing the whole job).
 
   Memory holds the tokenized corpus in flat arrays (about 5 bytes per token) and 8 bytes per
   instance; the serialized instances wait in a local temporary file (RecordSpill, as large as the
@@ -231,7 +241,7 @@ def generate(input_files, output_files, settings, progress=None, access=DEFAULT_
   (except those already renamed into place when closing a later one fails).
   """
   check_settings(settings)
-  check_output_files(input_files, output_files)
+  check_output_files(input_files, output_files, access.isdir)
   progress = progress or Progress()
   tokenizer = settings.tokenizer()
   special = special_ids(tokenizer)
@@ -239,7 +249,7 @@ def generate(input_files, output_files, settings, progress=None, access=DEFAULT_
   # Opened before the work, so that an unwritable output fails in seconds, not after hours.
   writers = open_writers(output_files, access.atomic_file)
   try:
-    corpus = read_corpus(input_files, tokenizer, progress, access)
+    corpus = read_corpus(input_files, tokenizer, progress, access, allow_empty)
     documents = corpus.documents()
     progress.log(f"{len(documents)} documents, {corpus.num_tokens} tokens "
                  f"({corpus.skipped_documents} empty documents skipped)")
@@ -276,19 +286,31 @@ def generate(input_files, output_files, settings, progress=None, access=DEFAULT_
           "skipped_documents": corpus.skipped_documents}
 
 
-def _generate_one(args):
-  index, input_file, output_file, settings = args
+def generate_file(index, input_file, output_file, settings, access=DEFAULT_FILE_ACCESS):
+  """Input file `index` of a per-file run (--num_workers, Beam) alone into its own output,
+  seeded random_seed + index: what the original writes when run on that file alone."""
   settings = dataclasses.replace(settings, random_seed=settings.random_seed + index)
-  return generate([input_file], [output_file], settings, Progress(label=f" #{index}"))
+  return generate([input_file], [output_file], settings, Progress(label=f" #{index}"), access,
+                  allow_empty=True)
+
+
+def _generate_one(args):
+  return generate_file(*args)
+
+
+def check_one_output_per_input(input_files, output_files, mode):
+  """Raises ValueError unless the per-file `mode` has one output file per input file."""
+  if len(input_files) != len(output_files):
+    raise ValueError(f"{len(input_files)} input files but {len(output_files)} output files: with "
+                     f"{mode}, give one output file per input file, or an output directory "
+                     "(ending in '/' for a remote one)")
 
 
 def generate_per_file(input_files, output_files, settings, num_workers, progress=None):
   """One output per input file, file i generated alone with random_seed + i, in parallel.
   Each worker logs its file's progress; this process logs files done and the overall ETA (by
   input bytes)."""
-  if len(input_files) != len(output_files):
-    raise ValueError(f"{len(input_files)} input files but {len(output_files)} output files: with "
-                     "--num_workers, give one output file per input file")
+  check_one_output_per_input(input_files, output_files, "--num_workers")
   check_settings(settings)
   check_output_files(input_files, output_files)
   progress = progress or Progress()
@@ -303,7 +325,12 @@ def generate_per_file(input_files, output_files, settings, num_workers, progress
     progress.begin()
     done_bytes = 0
     for future in concurrent.futures.as_completed(futures):
-      results.append(future.result())
+      try:
+        results.append(future.result())
+      except BaseException:
+        # Fail now: the files still queued would otherwise run (for hours) before the error.
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
       index = futures[future]
       done_bytes += sizes[index]
       progress.update(done_bytes, total, f"files done: {len(results)}/{len(jobs)} (last "

@@ -74,10 +74,13 @@ def as_float32(outputs):
 
 
 def pad_positions(x, length, value=0):
-  """x [B, L, ...] -> [B, length, ...], filled with `value` past L (L <= length)."""
+  """x [B, L, ...] -> [B, length, ...], filled with `value` past L (L <= length). The result's
+  static shape names `length` and x's trailing sizes (the signatures' documented shapes)."""
   pad = length - tf.shape(x)[1]
-  paddings = tf.concat([[[0, 0], [0, pad]], tf.zeros([tf.rank(x) - 2, 2], tf.int32)], axis=0)
-  return tf.pad(x, paddings, constant_values=tf.cast(value, x.dtype))
+  paddings = [[0, 0], [0, pad]] + [[0, 0]] * (x.shape.rank - 2)
+  padded = tf.pad(x, paddings, constant_values=tf.cast(value, x.dtype))
+  padded.set_shape([x.shape[0], length] + x.shape[2:].as_list())
+  return padded
 
 
 class TextServingModule(tf.Module):

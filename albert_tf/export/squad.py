@@ -241,7 +241,12 @@ class SquadServingModule(TextServingModule):
                                 tf.TensorSpec([None], tf.string, name="context")])
   def serve(self, question, context):
     texts = check_texts(question=question, context=context)
-    return self._answer(texts["question"], texts["context"])
+    # An empty batch has no window, and the answer selection reduces over windows.
+    empty = {"answer": tf.zeros([0], tf.string), "score": tf.zeros([0], tf.float64)}
+    if self.v2:
+      empty["null_odds"] = tf.zeros([0], tf.float32)
+    return tf.cond(tf.size(texts["question"]) > 0,
+                   lambda: self._answer(texts["question"], texts["context"]), lambda: empty)
 
   @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                 ids_spec("segment_ids"), ids_spec("p_mask")])
