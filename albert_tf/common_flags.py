@@ -7,7 +7,7 @@ settings once (albert_tf.settings.from_values) and hands them to its job.
 from absl import flags
 
 from albert_tf import settings
-from albert_tf.settings import PRECISION_POLICIES, SERVING_PRECISIONS, STRATEGIES
+from albert_tf.settings import PRECISION_POLICIES, SERVING_POLICIES, STRATEGIES
 
 
 def define_run_flags():
@@ -57,7 +57,7 @@ def define_run_flags():
 
 def define_serving_precision_flag():
   """--serving_precision of the binaries that export SavedModels."""
-  flags.DEFINE_enum("serving_precision", "float32", list(SERVING_PRECISIONS),
+  flags.DEFINE_enum("serving_precision", "float32", list(SERVING_POLICIES),
                     "Compute precision of the exported SavedModel: float32, or bfloat16 (float32 "
                     "weights and outputs; faster on CPUs with AVX512_BF16/AMX and on GPUs/TPUs).")
 

@@ -6,8 +6,9 @@
 Same flags and, for the same inputs and seed, the same records as the original. `--num_workers`
 processes input files in parallel, one output file per input file, file i seeded with
 random_seed + i; `--beam_pipeline_options` does the same as an Apache Beam pipeline (DirectRunner,
-Dataflow, Flink, Spark), reading and writing through Beam's FileSystems. `--output_file=out/` (an existing directory, or any path ending in '/', created
-if missing) writes `out/<input base name>.tfrecord` per input.
+Dataflow, Flink, Spark), reading and writing through Beam's FileSystems. `--output_file=out/` (an
+existing directory, or any path ending in '/', created if missing) writes
+`out/<input base name>.tfrecord` per input.
 
 Flags that would write useless records (no masked positions, no instances) and outputs that would
 be one file (inputs with the same base name into one directory) are refused before any work.

@@ -42,9 +42,9 @@ def main(argv):
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import hf, load_checkpoint
-  from albert_tf.export.saved_model import ServingModule, export_saved_model, serving_policy
+  from albert_tf.export.saved_model import ServingModule, export_saved_model
   from albert_tf.models import AlbertPretrainer
-  from albert_tf.training.precision import policy_scope
+  from albert_tf.training.precision import policy_scope, serving_policy
   # pylint: enable=import-outside-toplevel
   try:
     config, config_file = hf.model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)

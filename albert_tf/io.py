@@ -275,6 +275,11 @@ def remove_quietly(path):
     logging.warning("could not remove the temporary file %s (%s): delete it by hand", path, e)
 
 
+def size_if_local(path):
+  """Bytes of a local file; None for a path with a scheme (finding out would cost a request)."""
+  return None if is_remote(path) else os.path.getsize(path)
+
+
 def process_running(pid):
   """Whether process `pid` of this host runs (True when it cannot be known)."""
   if os.name != "posix":
@@ -314,24 +319,40 @@ class AtomicFile:
     if self.tmp in _OPEN_TEMPS:
       raise ValueError(f"{path} is already being written by this process: two outputs have the "
                        "same name; give them distinct names")
-    makedirs(dirname(path))
-    remove_stale_temps(path)
-    self._file = open_binary(self.tmp, "wb")
+    self._prepare()
+    self._file = self._open_temp()
     _OPEN_TEMPS[self.tmp] = self
 
+  # -- the file operations (a subclass gives them for another file system) ----------------------
+  def _prepare(self):
+    """Before the temporary is opened: the directory, and the temporaries of killed writers."""
+    makedirs(dirname(self.path))
+    remove_stale_temps(self.path)
+
+  def _open_temp(self):
+    return open_binary(self.tmp, "wb")
+
+  def _publish(self):
+    """Closes the temporary (durably) and renames it to path."""
+    self._file.flush()
+    if not is_remote(self.path):
+      os.fsync(self._file.fileno())
+    self._file.close()
+    if is_remote(self.path):
+      _gfile().rename(self.tmp, self.path, overwrite=True)
+    else:
+      os.replace(self.tmp, self.path)
+
+  def _remove_temp(self):
+    remove_quietly(self.tmp)
+
+  # -- the protocol -----------------------------------------------------------------------------
   def write(self, data):
     self._file.write(data)
 
   def commit(self):
     try:
-      self._file.flush()
-      if not is_remote(self.path):
-        os.fsync(self._file.fileno())
-      self._file.close()
-      if is_remote(self.path):
-        _gfile().rename(self.tmp, self.path, overwrite=True)
-      else:
-        os.replace(self.tmp, self.path)
+      self._publish()
     except BaseException:
       self.abort()
       raise
@@ -345,7 +366,7 @@ class AtomicFile:
       self._file.close()
     except Exception:  # pylint: disable=broad-except
       pass  # flushing the buffer fails again on a full disk; the first error is the one to report
-    remove_quietly(self.tmp)
+    self._remove_temp()
     self._release()
 
   def _release(self):

@@ -16,8 +16,9 @@ from typing import Optional
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
-# --serving_precision of the SavedModel exports (export.saved_model.SERVING_POLICIES).
-SERVING_PRECISIONS = ("float32", "bfloat16")
+# --serving_precision of the SavedModel exports -> the Keras policy the served model is built
+# under.
+SERVING_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -23,6 +23,12 @@ FLAGS = [f"--spm_model_file={SPM}", "--vocab_file=unused", "--max_seq_length=64"
          "--max_predictions_per_seq=10", "--dupe_factor=2", "--random_seed=12345"]
 
 
+def _settings(dupe_factor):
+  """The fixture's generation flags (seq 64, 10 predictions) at `dupe_factor`."""
+  return GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=dupe_factor,
+                            instance=InstanceOptions(max_seq_length=64, max_predictions_per_seq=10))
+
+
 def _split_corpus(directory):
   """The fixture corpus as two files, cut at the blank line nearest its middle."""
   with open(CORPUS, encoding="utf-8") as f:
@@ -84,9 +90,7 @@ def test_beam_file_access_leaves_nothing_on_failure(tmp_path):
   from albert_tf.data.beam_generation import BEAM_FILE_ACCESS  # pylint: disable=import-outside-toplevel
   bad = tmp_path / "bad.txt"
   bad.write_bytes(b"fine line\n\nbroken \xff here\n")
-  settings = GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=1,
-                                instance=InstanceOptions(max_seq_length=64,
-                                                         max_predictions_per_seq=10))
+  settings = _settings(dupe_factor=1)
   with pytest.raises(ValueError, match=r"bad.txt:3: not valid UTF-8"):
     generate([str(bad)], [str(tmp_path / "out" / "bad.tfrecord")], settings,
              Progress(io.StringIO()), BEAM_FILE_ACCESS)
@@ -139,9 +143,7 @@ def test_spill_returns_records_in_any_order(tmp_path):
 
 def test_progress_reports_each_step_with_an_eta(tmp_path):
   stream = io.StringIO()
-  settings = GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=2,
-                                instance=InstanceOptions(max_seq_length=64,
-                                                         max_predictions_per_seq=10))
+  settings = _settings(dupe_factor=2)
   generate([CORPUS], [str(tmp_path / "o.tfrecord")], settings, Progress(stream, interval=0))
   log = stream.getvalue()
   assert f"reading file 1/1 {CORPUS}: done" in log
@@ -212,9 +214,7 @@ def test_an_empty_shard_gets_an_empty_output_in_per_file_runs(tmp_path):
   empty.write_text("\n  \n", encoding="utf-8")
   inputs = [str(tmp_path / "corpus" / n) for n in ("empty.txt", "first.txt")]
   outputs = [str(tmp_path / "out" / (os.path.basename(p) + ".tfrecord")) for p in inputs]
-  settings = GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=1,
-                                instance=InstanceOptions(max_seq_length=64,
-                                                         max_predictions_per_seq=10))
+  settings = _settings(dupe_factor=1)
   stats = generate_per_file(inputs, outputs, settings, num_workers=2,
                             progress=Progress(io.StringIO()))
   assert os.path.getsize(outputs[0]) == 0 and os.path.getsize(outputs[1]) > 100_000

@@ -12,8 +12,8 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.export.classifier import ClassifierServingModule
-from albert_tf.export.saved_model import ServingModule, serving_policy
-from albert_tf.training.precision import policy_scope
+from albert_tf.export.saved_model import ServingModule
+from albert_tf.training.precision import policy_scope, serving_policy
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")

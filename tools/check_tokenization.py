@@ -258,7 +258,7 @@ def report(checker, files, elapsed, stopped):
 
 def run(files):
   checker = Checker(FLAGS.spm_model_file, FLAGS.do_lower_case, FLAGS.examples)
-  sizes = [None if io.is_remote(p) else os.path.getsize(p) for p in files]
+  sizes = [io.size_if_local(p) for p in files]
   total = None if None in sizes else sum(sizes)
   start = last = time.time()
   done_bytes = 0

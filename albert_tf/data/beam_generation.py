@@ -47,41 +47,26 @@ def _size(path):
     return None  # progress without a percentage; reading reports a missing file itself
 
 
-class BeamAtomicFile:
+class BeamAtomicFile(files.AtomicFile):
   """files.AtomicFile on Beam's FileSystems: writes `<dir>/.<name>.tmp-<pid>`, renamed to `path`
   by commit(); abort() (or any failure in commit) removes the temporary."""
 
-  def __init__(self, path):
-    self.path = path
-    self.tmp = files.temp_path(path)
-    self._file = FileSystems.create(self.tmp, compression_type=CompressionTypes.UNCOMPRESSED)
+  def _prepare(self):
+    pass  # FileSystems.create makes local directories; object stores have none
 
-  def write(self, data):
-    self._file.write(data)
+  def _open_temp(self):
+    return FileSystems.create(self.tmp, compression_type=CompressionTypes.UNCOMPRESSED)
 
-  def commit(self):
-    try:
-      self._file.close()
-      self._file = None
-      FileSystems.rename([self.tmp], [self.path])
-    except BaseException:
-      self.abort()
-      raise
+  def _publish(self):
+    self._file.close()
+    FileSystems.rename([self.tmp], [self.path])
 
-  def abort(self):
-    """Removes the temporary, never raising: the error that caused the abort is the one to
-    report."""
-    try:
-      if self._file is not None:
-        self._file.close()
-    except Exception:  # pylint: disable=broad-except
-      pass
-    self._file = None
+  def _remove_temp(self):
     try:
       if FileSystems.exists(self.tmp):
         FileSystems.delete([self.tmp])
     except Exception:  # pylint: disable=broad-except
-      pass
+      pass  # never raising: the error that caused the abort is the one to report
 
 
 def is_local_dir(path):

@@ -122,12 +122,8 @@ class FileAccess:
   isdir: Callable
 
 
-def _local_or_unknown_size(path):
-  return None if files.is_remote(path) else os.path.getsize(path)
-
-
 # os for local paths, tf.io.gfile (imported only then) for paths with a scheme.
-DEFAULT_FILE_ACCESS = FileAccess(files.open_binary, files.AtomicFile, _local_or_unknown_size,
+DEFAULT_FILE_ACCESS = FileAccess(files.open_binary, files.AtomicFile, files.size_if_local,
                                  files.isdir)
 
 
@@ -314,7 +310,7 @@ def generate_per_file(input_files, output_files, settings, num_workers, progress
   check_settings(settings)
   check_output_files(input_files, output_files)
   progress = progress or Progress()
-  sizes = {i: max(_local_or_unknown_size(p) or 0, 1) for i, p in enumerate(input_files)}
+  sizes = {i: max(files.size_if_local(p) or 0, 1) for i, p in enumerate(input_files)}
   total = sum(sizes.values())
   jobs = [(i, inp, out, settings) for i, (inp, out) in enumerate(zip(input_files, output_files))]
   context = multiprocessing.get_context("spawn")

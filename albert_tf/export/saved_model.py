@@ -23,7 +23,7 @@ max_seq_length. Padded keys get -10000 in the attention logits, which is exactly
 softmax, so outputs at real positions equal the fully padded run's up to float summation order.
 
 Precision: exports built under the mixed_bfloat16 policy (`--serving_precision=bfloat16`, see
-serving_policy) compute in bfloat16 with float32 weights; every float output is float32.
+training.precision.serving_policy) compute in bfloat16 with float32 weights; every float output is float32.
 """
 
 import os
@@ -37,18 +37,6 @@ from albert_tf.finetuning.inputs import trim_batch
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 from albert_tf.tokenization.in_graph_wordpiece import WordpieceInGraphTokenizer
 from albert_tf.tokenization.vocab_check import check_vocab_fits
-
-
-# --serving_precision (settings.SERVING_PRECISIONS) -> the Keras policy the served model is built
-# under.
-SERVING_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
-
-
-def serving_policy(serving_precision):
-  if serving_precision not in SERVING_POLICIES:
-    raise ValueError(f"--serving_precision={serving_precision}: choose one of "
-                     f"{sorted(SERVING_POLICIES)}")
-  return SERVING_POLICIES[serving_precision]
 
 
 def ids_spec(name):

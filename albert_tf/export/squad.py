@@ -270,7 +270,8 @@ def export_squad(job, version=None):
   import time  # pylint: disable=import-outside-toplevel
   s = job.settings
   module = SquadServingModule(
-      job.serving_model(), s.tokenizer.spm_model_file, s.tokenizer.do_lower_case, s.model.max_seq_length,
+      job.serving_model(), s.tokenizer.spm_model_file, s.tokenizer.do_lower_case,
+      s.model.max_seq_length,
       s.doc_stride, s.max_query_length, s.max_answer_length, s.n_best_size, job.v2,
       job.null_threshold())
   return export_saved_model(module, os.fspath(s.export_dir),

@@ -132,8 +132,7 @@ class FineTuningJob(Job):
   def serving_model(self):
     """The model to export: self.model, or where --serving_precision asks for another compute
     precision than the job's, a copy built under that policy holding self.model's weights."""
-    from albert_tf.export.saved_model import serving_policy  # pylint: disable=import-outside-toplevel
-    policy = serving_policy(self.settings.serving_precision)
+    policy = precision.serving_policy(self.settings.serving_precision)
     if keras.mixed_precision.global_policy().name == policy:
       return self.model
     with precision.policy_scope(policy):

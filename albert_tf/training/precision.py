@@ -5,7 +5,7 @@ import contextlib
 import keras
 import tensorflow as tf
 
-from albert_tf.settings import PRECISION_POLICIES
+from albert_tf.settings import PRECISION_POLICIES, SERVING_POLICIES
 
 
 def set_policy(name):
@@ -26,6 +26,14 @@ def policy_scope(name):
     yield
   finally:
     keras.mixed_precision.set_global_policy(previous)
+
+
+def serving_policy(serving_precision):
+  """The Keras policy an export with --serving_precision=`serving_precision` is built under."""
+  if serving_precision not in SERVING_POLICIES:
+    raise ValueError(f"--serving_precision={serving_precision}: choose one of "
+                     f"{sorted(SERVING_POLICIES)}")
+  return SERVING_POLICIES[serving_precision]
 
 
 def loss_scale_for(name):
