@@ -49,6 +49,14 @@ def _run(flags):
   return result.stderr
 
 
+def _python(code):
+  """Runs `python -c code` from the repository root, asserts it succeeded; its stdout."""
+  result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result.stdout
+
+
 def test_beam_direct_runner_writes_what_num_workers_writes(tmp_path):
   _split_corpus(tmp_path / "corpus")
   inputs = f"--input_file={tmp_path / 'corpus' / '*.txt'}"
@@ -173,10 +181,7 @@ def test_peak_memory_stays_far_below_the_records(tmp_path):
           "except SystemExit as e:\n"
           "  assert not e.code, e.code\n"
           "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])\n")
-  result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=600)
-  assert result.returncode == 0, result.stderr[-3000:]
-  peak_mb = int(result.stdout.split()[-1]) / 1024
+  peak_mb = int(_python(code).split()[-1]) / 1024
   records_mb = os.path.getsize(out) / 2**20
   assert records_mb > 15
   assert peak_mb < 100, f"peak RSS {peak_mb:.0f} MB for {records_mb:.0f} MB of records"
@@ -191,9 +196,7 @@ def test_beam_workers_check_outputs_without_tensorflow():
           "check_output_files(['gs://b/in.txt'], ['gs://b/out/in.txt.tfrecord'], "
           "BEAM_FILE_ACCESS.isdir)\n"
           "assert 'tensorflow' not in sys.modules, 'TensorFlow imported'\n")
-  result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=300)
-  assert result.returncode == 0, result.stderr[-3000:]
+  _python(code)
 
 
 def test_pipeline_options_keep_commas_inside_values():
