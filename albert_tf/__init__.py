@@ -2,28 +2,25 @@
 
 The model names are imported on first use, so that the data tools (tokenization,
 create_pretraining_data) run without loading TensorFlow; they are imported with Keras, so that
-keras.models.load_model reads our `.keras` files after `import albert_tf` (keras_registration). Importing albert_tf changes nothing
-else either (the environment included): quieting TensorFlow's start-up is the binaries' choice,
+keras.models.load_model reads our `.keras` files after `import albert_tf` (keras_registration);
+both come from one table, albert_tf.registry. Importing albert_tf changes nothing else either
+(the environment included): quieting TensorFlow's start-up is the binaries' choice,
 albert_tf.startup.quiet_tensorflow_startup().
 """
 
 import importlib as _importlib
 
 from albert_tf import keras_registration as _keras_registration
+from albert_tf import registry as _registry
 
-_LAZY = {
-    "AlbertClassifier": "albert_tf.models",
-    "AlbertConfig": "albert_tf.config",
-    "AlbertModel": "albert_tf.models",
-    "AlbertMultipleChoice": "albert_tf.models",
-    "AlbertPretrainer": "albert_tf.models",
-    "AlbertSpanLabeler": "albert_tf.models",
-    "AlbertSquadV2": "albert_tf.models",
-    "load_checkpoint": "albert_tf.checkpoints",
-    "load_original_checkpoint": "albert_tf.checkpoints",
-    "save_hf_checkpoint": "albert_tf.checkpoints",
-    "save_original_checkpoint": "albert_tf.checkpoints",
-}
+_LAZY = dict(
+    _registry.models(),  # AlbertModel, AlbertPretrainer and each task's models (albert_tf.tasks)
+    AlbertConfig="albert_tf.config",
+    load_checkpoint="albert_tf.checkpoints",
+    load_original_checkpoint="albert_tf.checkpoints",
+    save_hf_checkpoint="albert_tf.checkpoints",
+    save_original_checkpoint="albert_tf.checkpoints",
+)
 
 __all__ = sorted(_LAZY)
 

@@ -4,6 +4,8 @@ Imports no TensorFlow, so that a binary's --help answers at once. Each binary tu
 settings once (albert_tf.settings.from_values) and hands them to its job.
 """
 
+import contextlib
+
 from absl import flags
 
 from albert_tf import settings
@@ -107,18 +109,26 @@ def classifier_settings(settings_class, values):
       num_warmup_steps=values.warmup_step))
 
 
-def run_job(job_module, job_class, job_settings):
-  """What a training binary's main() does: builds `job_class` (a name in module `job_module`,
-  imported only now, so that --help does not load TensorFlow) from settings and runs it.
-  Settings that cannot work end as a flag error."""
+@contextlib.contextmanager
+def running_job():
+  """Around what a training binary's main() does once its settings are made: importing its job
+  class (inside the `with`, so that --help does not load TensorFlow) and running it.
+
+  TensorFlow's start-up notices are quieted first; settings that cannot work (UsageError) end as
+  a flag error.
+
+    with common_flags.running_job():
+      from albert_tf.tasks.race.job import RaceJob
+      RaceJob(job_settings).run()
+  """
   # pylint: disable=import-outside-toplevel
-  import importlib
   from absl import app
   from albert_tf.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()
-  from albert_tf.training.job import UsageError
-  # pylint: enable=import-outside-toplevel
   try:
-    getattr(importlib.import_module(job_module), job_class)(job_settings).run()
-  except UsageError as e:
-    raise app.UsageError(str(e)) from None
+    yield
+  except ValueError as e:
+    from albert_tf.training.job import UsageError
+    if isinstance(e, UsageError):
+      raise app.UsageError(str(e)) from None
+    raise

@@ -1,44 +1,46 @@
 """Makes `import albert_tf` enough for keras.models.load_model to read our `.keras` files.
 
 Keras finds a custom class of a `.keras` file in its registry, which our classes enter when
-albert_tf.models is imported (keras.saving.register_keras_serializable). Importing the models
+their module is imported (keras.saving.register_keras_serializable). Importing the models
 with albert_tf would load TensorFlow into the data tools, which run without it. Instead, once
-Keras is loaded (now, or when anyone imports it), each of our registered names gets a stand-in in
-Keras's registry (keras.saving.get_custom_objects(), public for this use) that imports the models
-the first time Keras deserializes one of them; their import then puts the real classes in place.
+Keras is loaded (now, or when anyone imports it), each name of albert_tf.registry gets a stand-in
+in Keras's registry (keras.saving.get_custom_objects(), public for this use) that imports the
+class's module the first time Keras deserializes one; that import puts the real class in place.
 """
 
 import importlib
 import sys
 
+from albert_tf import registry
 from albert_tf.import_hooks import ImportHook
 
-_MODELS = "albert_tf.models"
-PACKAGE = "albert_tf"
-# Every class albert_tf.models registers, layers included (tests/test_keras_native.py checks it).
-REGISTERED = ("AlbertAttention", "AlbertClassifier", "AlbertEmbeddings", "AlbertModel",
-              "AlbertMultipleChoice", "AlbertPretrainer", "AlbertSpanLabeler", "AlbertSquadV2",
-              "AttentionFFNBlock", "Dense", "MaskedLMHead", "PooledLogits", "Pooler",
-              "SharedTransformer", "SpanLogits", "SquadV2Head")
+PACKAGE = registry.PACKAGE
+# Every class we register, layers included (tests/test_keras_native.py checks it).
+REGISTERED = tuple(sorted(registry.keras_classes()))
 
 
 class _StandIn:
-  """Keras's registry entry for one of our classes until albert_tf.models is imported."""
+  """Keras's registry entry for one of our classes until its module is imported."""
 
-  def __init__(self, registered_name):
-    self.registered_name = registered_name
+  def __init__(self, name):
+    self.name = name
+    self.registered_name = f"{PACKAGE}>{name}"
 
   def from_config(self, config):
-    importlib.import_module(_MODELS)  # registers the real class over this stand-in
+    module = registry.keras_classes()[self.name]
+    importlib.import_module(module)  # registers the real class over this stand-in
     # The global registry itself: Keras looks names up in a copy made before the import.
     real = sys.modules["keras"].saving.get_custom_objects()[self.registered_name]
+    if real is self:
+      raise TypeError(f"{module} does not register {self.registered_name}, which "
+                      "albert_tf.registry says it does")
     return real.from_config(config)
 
 
 def _add_stand_ins(keras):
-  registry = keras.saving.get_custom_objects()
+  custom_objects = keras.saving.get_custom_objects()
   for name in REGISTERED:
-    registry.setdefault(f"{PACKAGE}>{name}", _StandIn(f"{PACKAGE}>{name}"))
+    custom_objects.setdefault(f"{PACKAGE}>{name}", _StandIn(name))
 
 
 class _AfterKeras(ImportHook):

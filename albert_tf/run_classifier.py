@@ -51,8 +51,11 @@ common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=5e-5)
 
 def main(argv):
   del argv
-  common_flags.run_job("albert_tf.finetuning.classifier_job", "ClassifierJob",
-                       common_flags.classifier_settings(settings.ClassifierSettings, FLAGS))
+  job_settings = common_flags.classifier_settings(settings.ClassifierSettings, FLAGS)
+  with common_flags.running_job():
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.tasks.classifier.job import ClassifierJob
+    ClassifierJob(job_settings).run()
 
 
 if __name__ == "__main__":

@@ -57,8 +57,11 @@ common_flags.define_run_flags()
 
 def main(argv):
   del argv
-  common_flags.run_job("albert_tf.training.pretraining", "PretrainingJob",
-                       settings.from_values(settings.PretrainingSettings, FLAGS))
+  job_settings = settings.from_values(settings.PretrainingSettings, FLAGS)
+  with common_flags.running_job():
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.training.pretraining import PretrainingJob
+    PretrainingJob(job_settings).run()
 
 
 if __name__ == "__main__":

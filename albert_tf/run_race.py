@@ -46,8 +46,11 @@ common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=1e-5,
 
 def main(argv):
   del argv
-  common_flags.run_job("albert_tf.finetuning.race_job", "RaceJob",
-                       common_flags.classifier_settings(settings.RaceSettings, FLAGS))
+  job_settings = common_flags.classifier_settings(settings.RaceSettings, FLAGS)
+  with common_flags.running_job():
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.tasks.race.job import RaceJob
+    RaceJob(job_settings).run()
 
 
 if __name__ == "__main__":

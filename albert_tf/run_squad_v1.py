@@ -10,9 +10,23 @@ by f1 kept as model.ckpt-best); predictions.json and nbest_predictions.json come
 model.ckpt-best; --export_dir writes a SavedModel that answers raw question/context text.
 """
 
-from albert_tf.finetuning import squad_main
+from absl import app, flags
 
-squad_main.define_flags(v2=False)
+from albert_tf import common_flags, settings
+from albert_tf.tasks.squad import flags as squad_flags
+
+squad_flags.define_flags(v2=False)
+
+
+def main(argv):
+  del argv
+  job_settings = settings.from_values(settings.SquadSettings, flags.FLAGS, v2=False)
+  with common_flags.running_job():
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.tasks.squad.job import SquadJob
+    SquadJob(job_settings).run()
+
 
 if __name__ == "__main__":
-  squad_main.run(v2=False)
+  flags.mark_flag_as_required("output_dir")
+  app.run(main)

@@ -12,9 +12,23 @@ model.ckpt-best; --export_dir writes a SavedModel that answers raw question/cont
 dev set's null threshold baked in.
 """
 
-from albert_tf.finetuning import squad_main
+from absl import app, flags
 
-squad_main.define_flags(v2=True)
+from albert_tf import common_flags, settings
+from albert_tf.tasks.squad import flags as squad_flags
+
+squad_flags.define_flags(v2=True)
+
+
+def main(argv):
+  del argv
+  job_settings = settings.from_values(settings.SquadSettings, flags.FLAGS, v2=True)
+  with common_flags.running_job():
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.tasks.squad.job import SquadJob
+    SquadJob(job_settings).run()
+
 
 if __name__ == "__main__":
-  squad_main.run(v2=True)
+  flags.mark_flag_as_required("output_dir")
+  app.run(main)

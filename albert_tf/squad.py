@@ -6,12 +6,12 @@
                                                           5, 5, dataset)
 
 `results` maps unique_id to the model outputs under the original's field names (see
-albert_tf.finetuning.squad_postprocess).
+albert_tf.tasks.squad.postprocess).
 """
 
-from albert_tf.finetuning.squad_data import (FeatureWriter, InputFeatures, SquadExample,  # noqa: F401
+from albert_tf.tasks.squad.data import (FeatureWriter, InputFeatures, SquadExample,  # noqa: F401
                                              convert_examples_to_features, read_squad_examples)
-from albert_tf.finetuning.squad_postprocess import (evaluate_v1, evaluate_v2,  # noqa: F401
+from albert_tf.tasks.squad.postprocess import (evaluate_v1, evaluate_v2,  # noqa: F401
                                                     postprocess_v1, postprocess_v2)
 
 __all__ = ["FeatureWriter", "InputFeatures", "SquadExample", "convert_examples_to_features",

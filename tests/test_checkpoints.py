@@ -1,5 +1,6 @@
 """Original-layout checkpoints: loading, writing, errors."""
 
+import logging
 import os
 
 import numpy as np
@@ -180,14 +181,15 @@ def test_ours_init_from_group0(tmp_path):
     np.testing.assert_array_equal(group[0].attention.query.kernel.numpy(), expected)
 
 
-def test_ours_pretrainer_into_classifier_loads_encoder_and_reports_head(tmp_path):
+def test_ours_pretrainer_into_classifier_loads_encoder_and_reports_head(tmp_path, caplog):
   pretrainer = albert_tf.AlbertPretrainer(_tiny())
   prefix = _runner_checkpoint(pretrainer, str(tmp_path / "ckpt"))
   classifier = albert_tf.AlbertClassifier(_tiny(), num_labels=3)
   head = classifier.classifier.output_weights.numpy()
 
-  log = []
-  restore_or_initialize(None, classifier, str(tmp_path / "fresh_output"), prefix, log.append)
+  with caplog.at_level(logging.INFO, logger="albert_tf"):
+    restore_or_initialize(None, classifier, str(tmp_path / "fresh_output"), prefix)
+  log = [record.getMessage() for record in caplog.records]
   source = layout.encoder_variables(pretrainer.encoder)
   target = layout.original_variable_map(classifier)
   for name, variable in source.items():

@@ -15,10 +15,10 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
-from albert_tf.export.classifier import ClassifierServingModule
+from albert_tf.tasks.classifier.export import ClassifierServingModule
 from albert_tf.export.released import export_released_layout
 from albert_tf.export.saved_model import ServingModule
-from albert_tf.export.squad import SquadServingModule
+from albert_tf.tasks.squad.export import SquadServingModule
 from albert_tf.tokenization import check_vocab_fits
 from albert_tf.tokenization.vocab_check import spm_vocab_size, wordpiece_vocab_size
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, reference_batch, run_binary

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.finetuning import classifier_data, glue
-from albert_tf.finetuning.inputs import (classifier_features, feature_dataset, in_file_order,
-                                        trimmed_length)
+from albert_tf.tasks.classifier import features as classifier_data
+from albert_tf.tasks.classifier import data as glue
+from albert_tf.data.trimming import trimmed_length
+from albert_tf.finetuning.inputs import classifier_features, feature_dataset, in_file_order
 from albert_tf.tokenization import FullTokenizer
 from helpers import TESTDATA
 from tfrecord_utils import read_examples

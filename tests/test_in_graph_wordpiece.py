@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from albert_tf.finetuning.classifier_data import convert_single_example
-from albert_tf.finetuning.glue import InputExample
+from albert_tf.tasks.classifier.features import convert_single_example
+from albert_tf.tasks.classifier.data import InputExample
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 from albert_tf.tokenization.in_graph_wordpiece import WordpieceInGraphTokenizer

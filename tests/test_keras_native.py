@@ -2,6 +2,7 @@
 with identical outputs), summary() and symbolic calls with output shapes, task models on a
 shared encoder, and each model's own original-layout map."""
 
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -287,7 +288,9 @@ def test_a_model_without_a_layout_is_refused():
 
 def test_every_registered_class_has_a_stand_in_before_the_models_are_imported():
   import keras  # pylint: disable=import-outside-toplevel
-  from albert_tf import keras_registration  # pylint: disable=import-outside-toplevel
+  from albert_tf import keras_registration, registry  # pylint: disable=import-outside-toplevel
+  for module in set(registry.keras_classes().values()):
+    importlib.import_module(module)
   registered = sorted(name.split(">", 1)[1] for name, value in
                       keras.saving.get_custom_objects().items()
                       if name.startswith("albert_tf>") and isinstance(value, type))

@@ -23,7 +23,7 @@ CHIEF_DELAY_S = 6
 # reaches its read of them first: without a barrier it would find no file.
 SLOW_CHIEF = """
 import runpy, sys, time
-from albert_tf.finetuning import classifier_job
+from albert_tf.tasks.classifier import job as classifier_job
 convert, delay = classifier_job.ClassifierJob.convert, float(sys.argv[1])
 
 def slow_convert(self, examples, path):

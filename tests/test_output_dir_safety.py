@@ -2,6 +2,7 @@
 untrained fine-tuning model, and no leftovers of a save that a kill interrupted."""
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -29,7 +30,7 @@ def _dead_pid():
   return proc.pid
 
 
-def test_lock_names_its_live_holder_and_takes_over_a_dead_one(tmp_path):
+def test_lock_names_its_live_holder_and_takes_over_a_dead_one(tmp_path, caplog):
   lock = OutputDirLock(str(tmp_path)).acquire()
   with pytest.raises(OutputDirLockedError, match=f"pid {os.getpid()} on host "
                      f"{socket.gethostname()}"):
@@ -39,9 +40,9 @@ def test_lock_names_its_live_holder_and_takes_over_a_dead_one(tmp_path):
 
   (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": _dead_pid(),
                                                 "host": socket.gethostname()}))
-  logged = []
-  taken = OutputDirLock(str(tmp_path), logged.append).acquire()
-  assert "taking over the stale lock" in logged[0]
+  with caplog.at_level(logging.INFO, logger="albert_tf"):
+    taken = OutputDirLock(str(tmp_path)).acquire()
+  assert "taking over the stale lock" in caplog.records[0].getMessage()
   assert json.loads((tmp_path / LOCK_NAME).read_text())["pid"] == os.getpid()
   taken.release()
 
@@ -150,12 +151,12 @@ def test_resuming_another_tasks_checkpoint_is_refused(tmp_path):
   pretrainer = albert_tf.AlbertPretrainer(config)
   runner = runners.Runner(strategy, pretrainer, create_optimizer("lamb"), TrainSettings(),
                           PretrainingObjective())
-  runners.checkpoint_manager(runner.checkpoint(), str(tmp_path), 1, print).save(900)
+  runners.checkpoint_manager(runner.checkpoint(), str(tmp_path), 1).save(900)
 
   classifier = albert_tf.AlbertClassifier(config, 2)
   other = runners.Runner(strategy, classifier, create_optimizer("lamb"), TrainSettings(),
                          PretrainingObjective())
   with pytest.raises(ValueError, match="cannot resume from .*model.ckpt-900: it lacks "
                      "output_bias, output_weights"):
-    runners.restore_or_initialize(other.checkpoint(), classifier, str(tmp_path), None, print)
+    runners.restore_or_initialize(other.checkpoint(), classifier, str(tmp_path), None)
   assert int(other.global_step.numpy()) == 0

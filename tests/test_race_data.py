@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from albert_tf.finetuning import glue, race
+from albert_tf.tasks.classifier import data as glue
+from albert_tf.tasks.race import data as race
 from albert_tf.tokenization import FullTokenizer
 from helpers import TESTDATA
 from tfrecord_utils import read_examples
@@ -104,7 +105,7 @@ def test_an_empty_split_is_an_error(tmp_path):
     race.RaceProcessor().get_examples(str(tmp_path), "test")
 
 
-# GLUE's processors (albert_tf/finetuning/glue.py), which RACE's shares its text handling with.
+# GLUE's processors (albert_tf/tasks/classifier/data.py), which RACE's shares its text handling with.
 @pytest.mark.parametrize("task, text, message", [
     ("sst-2", "sentence\tlabel\n", r"SST-2/dev.tsv has no examples"),
     ("sst-2", "", r"SST-2/dev.tsv has no examples"),

@@ -18,9 +18,11 @@ from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint, save_
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.export.released import export_released_layout
 from albert_tf.export.saved_model import ServingModule, export_saved_model
-from albert_tf.finetuning import classifier_data, glue, race
+from albert_tf.tasks.classifier import features as classifier_data
+from albert_tf.tasks.classifier import data as glue
+from albert_tf.tasks.race import data as race
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, checkpoint_steps
-from albert_tf.finetuning.squad_postprocess import write_json
+from albert_tf.tasks.squad.postprocess import write_json
 from albert_tf.tokenization import FullTokenizer, load_vocab
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 from albert_tf.tokenization.vocab_check import spm_vocab_size, wordpiece_vocab_size

@@ -46,8 +46,9 @@ def _assert_weights_equal_fixture_ckpt4(output_dir, atol=1e-5):
 
 
 def _logged_losses(stderr):
-  return [float(line.split(" loss ")[1].split()[0]) for line in stderr.splitlines()
-          if line.startswith("step ")]
+  # Each line after absl's prefix ("I1201 10:00:00.000000 1234 runner.py:311] ").
+  messages = [line.split("] ", 1)[-1] for line in stderr.splitlines()]
+  return [float(m.split(" loss ")[1].split()[0]) for m in messages if m.startswith("step ")]
 
 
 @pytest.mark.slow
@@ -223,5 +224,5 @@ def test_nan_loss_stops_without_saving():
   train = settings.TrainSettings(num_train_steps=10, save_checkpoints_steps=2,
                                  iterations_per_loop=2)
   with pytest.raises(runners.NonFiniteLossError, match="model.ckpt-2"):
-    runners.run_training(_NanRunner(), lambda step: None, Manager(), train, log=lambda m: None)
+    runners.run_training(_NanRunner(), lambda step: None, Manager(), train)
   assert saved == []

@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.export.squad import SquadServingModule
-from albert_tf.finetuning import squad_postprocess
+from albert_tf.tasks.squad.export import SquadServingModule
+from albert_tf.tasks.squad import postprocess as squad_postprocess
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 
 SQUAD = os.path.join(TESTDATA, "original_finetuning", "squad")

@@ -12,9 +12,9 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.export.classifier import ClassifierServingModule
+from albert_tf.tasks.classifier.export import ClassifierServingModule
 from albert_tf.export.saved_model import ServingModule, export_saved_model
-from albert_tf.export.squad import SquadServingModule
+from albert_tf.tasks.squad.export import SquadServingModule
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 from helpers import ORIGINAL_MODEL, TESTDATA, reference_batch
 

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.export.classifier import ClassifierServingModule
+from albert_tf.tasks.classifier.export import ClassifierServingModule
 from albert_tf.export.saved_model import ServingModule
 from albert_tf.training.precision import policy_scope, serving_policy
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary

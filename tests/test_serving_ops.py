@@ -10,10 +10,10 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.export.classifier import ClassifierServingModule
+from albert_tf.tasks.classifier.export import ClassifierServingModule
 from albert_tf.export.saved_model import ServingModule
 from albert_tf.export.serving_ops import ops_missing_from, read_allowlist, saved_model_ops
-from albert_tf.export.squad import SquadServingModule
+from albert_tf.tasks.squad.export import SquadServingModule
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")

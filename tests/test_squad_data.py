@@ -2,13 +2,14 @@
 fixture's v1.1 and v2.0 data."""
 
 import json
+import logging
 import os
 
 import numpy as np
 import pytest
 
 from albert_tf import squad
-from albert_tf.finetuning import squad_data
+from albert_tf.tasks.squad import data as squad_data
 from albert_tf.tokenization import FullTokenizer
 from helpers import TESTDATA
 from tfrecord_utils import read_examples
@@ -197,15 +198,16 @@ def test_malformed_files_name_the_file(tmp_path, text, message):
       squad.read_squad_examples(str(path), is_training)
 
 
-def test_training_skips_answers_not_in_their_context(tmp_path):
+def test_training_skips_answers_not_in_their_context(tmp_path, caplog):
   path = _squad_file(tmp_path, [
       _qa("found", "the mat", 15),
       # The answer's words, whitespace aside, in the words its offsets cover: kept.
       _qa("spaced", "cat  sat", 4), _qa("in_a_word", "at", 5),
       _qa("elsewhere", "the cat", 15), _qa("absent", "dog", 4),
       {"id": "none", "question": "Who?", "answers": [], "is_impossible": True}])
-  messages = []
-  examples = squad.read_squad_examples(path, is_training=True, log=messages.append)
+  with caplog.at_level(logging.INFO, logger="albert_tf"):
+    examples = squad.read_squad_examples(path, is_training=True)
+  messages = [record.getMessage() for record in caplog.records]
   assert [(e.qas_id, e.orig_answer_text, e.start_position) for e in examples] == [
       ("found", "the mat", 15), ("spaced", "cat  sat", 4), ("in_a_word", "at", 5),
       ("none", "", -1)]

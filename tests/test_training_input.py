@@ -92,7 +92,7 @@ def test_one_epoch_with_a_checkpoint_every_step_reads_every_record_once(seed, tm
   runners.run_training(
       runner, lambda step: iter(pretraining_dataset(files, SEQ, PREDS, 4, True, seed=seed,
                                                     start_step=step)),
-      _Manager(), train, log=lambda message: None)
+      _Manager(), train)
   assert sorted(runner.seen) == list(range(300))
 
 

@@ -14,8 +14,8 @@ import tensorflow_text  # noqa: F401  (registers the tokenizer ops for tf.saved_
 
 import albert_tf
 from albert_tf.export.serving_ops import ops_missing_from, saved_model_ops
-from albert_tf.finetuning.classifier_data import convert_single_example
-from albert_tf.finetuning.glue import InputExample
+from albert_tf.tasks.classifier.features import convert_single_example
+from albert_tf.tasks.classifier.data import InputExample
 from albert_tf.tokenization import FullTokenizer
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 

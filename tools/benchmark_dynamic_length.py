@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import albert_tf  # noqa: E402
-from albert_tf.finetuning import classifier_data, glue  # noqa: E402
+from albert_tf.tasks.classifier import features as classifier_data  # noqa: E402
+from albert_tf.tasks.classifier import data as glue  # noqa: E402
 from albert_tf.finetuning.inputs import (classifier_features, feature_dataset,  # noqa: E402
                                         in_file_order)
 from albert_tf.finetuning.objectives import ClassificationObjective  # noqa: E402

@@ -32,8 +32,8 @@ import tensorflow as tf
 
 from albert_tf import io
 from albert_tf.export.serving_inputs import check_texts, check_token_inputs
+from albert_tf.data.trimming import trim_batch
 from albert_tf.export.staging import write_directory_atomically
-from albert_tf.finetuning.inputs import trim_batch
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 from albert_tf.tokenization.in_graph_wordpiece import WordpieceInGraphTokenizer
 from albert_tf.tokenization.vocab_check import check_vocab_fits

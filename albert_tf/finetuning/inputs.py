@@ -1,10 +1,7 @@
 """tf.data input for fine-tuning feature files: examples grouped into batches of similar length
 and each batch trimmed to its longest real sequence, so that short GLUE sentences do not pay for
 128 or 512 padded positions. Eval and predict outputs go back to file order by example_index.
-
-Trimming drops only padding columns (input_mask 0 in every row of the batch). Padded keys add
--10000 to the attention logits, which underflows to exactly 0 after the softmax, so the outputs
-at real positions are the same as with full padding, up to float summation order.
+Trimming (albert_tf.data.trimming) drops only padding columns.
 """
 
 import numpy as np
@@ -12,28 +9,7 @@ import tensorflow as tf
 
 from albert_tf.data import epochs
 from albert_tf.data.feature_check import check_first_record
-
-SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "p_mask")
-EXAMPLE_INDEX = "example_index"
-
-
-def trimmed_length(input_mask, max_seq_length, length_multiple=8):
-  """The batch's longest real sequence rounded up to length_multiple (capped at max_seq_length).
-
-  Rounding bounds the number of distinct shapes (each one is a separate trace / XLA compile).
-  input_mask int [..., T] -> int32 scalar (at least 1, for an empty batch).
-  """
-  longest = tf.reduce_max(tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=-1))
-  longest = tf.maximum(longest, 1)
-  rounded = (longest + length_multiple - 1) // length_multiple * length_multiple
-  return tf.minimum(rounded, max_seq_length)
-
-
-def trim_batch(batch, max_seq_length, length_multiple=8, sequence_features=SEQUENCE_FEATURES):
-  """Cuts the [..., T] sequence features of a batch to trimmed_length positions."""
-  length = trimmed_length(batch["input_mask"], max_seq_length, length_multiple)
-  return {name: (value[..., :length] if name in sequence_features else value)
-          for name, value in batch.items()}
+from albert_tf.data.trimming import EXAMPLE_INDEX, SEQUENCE_FEATURES, trim_batch
 
 
 def _decoder(name_to_features, shapes):

@@ -4,6 +4,7 @@ each checkpoint with the original's best-checkpoint bookkeeping, prediction in f
 loading model.ckpt-best.
 """
 
+import logging
 import dataclasses
 import os
 
@@ -19,7 +20,9 @@ from albert_tf.finetuning.inputs import in_file_order
 from albert_tf.tokenization import FullTokenizer, check_vocab_fits
 from albert_tf.training import precision
 from albert_tf.training import strategy as strategies
-from albert_tf.training.job import Job, UsageError, log
+from albert_tf.training.job import Job, UsageError
+
+logger = logging.getLogger("albert_tf")
 
 
 def _with_hf_spm_model(settings):
@@ -30,7 +33,7 @@ def _with_hf_spm_model(settings):
          hf.companion_file(settings.model.init_checkpoint, hf.SPM_NAME))
   if spm is None:
     return settings
-  log(f"tokenizer: {spm} (from --init_checkpoint)")
+  logger.info(f"tokenizer: {spm} (from --init_checkpoint)")
   return dataclasses.replace(settings, tokenizer=dataclasses.replace(tokenizer,
                                                                      spm_model_file=spm))
 
@@ -102,9 +105,9 @@ class FineTuningJob(Job):
     """Logs an evaluation, appends it to eval_results.txt and saves model.ckpt-best (the
     original's TF1 layout) when it is the best so far. Every worker of a multi-worker run calls
     it; the others wait until the chief has saved (they may load model.ckpt-best next)."""
-    log(f"***** Eval results at step {step} *****")
+    logger.info(f"***** Eval results at step {step} *****")
     for key in sorted(result):
-      log(f"  {key} = {result[key]}")
+      logger.info(f"  {key} = {result[key]}")
 
     def save_best():
       strategies.run_on_chief(self.strategy, lambda: save_original_checkpoint(
@@ -114,7 +117,8 @@ class FineTuningJob(Job):
     # The chief's decision, taken by every worker: save_best is a collective.
     improved = strategies.chief_decides(self.strategy, tracker.improves(result))
     if tracker.record(step, result, save_best, improved):
-      log(f"new best {tracker.key_name} = {result[tracker.key_name]}: saved {self.best_path}")
+      logger.info(f"new best {tracker.key_name} = {result[tracker.key_name]}: "
+                  f"saved {self.best_path}")
 
   def evaluate_checkpoints(self, tracker, evaluate):
     """evaluate() -> metrics for each model.ckpt-<step> of output_dir not evaluated yet, in step
@@ -140,6 +144,15 @@ class FineTuningJob(Job):
     model.set_weights(self.model.get_weights())
     return model
 
+  def export_serving(self, module):
+    """Writes serving module `module` as a SavedModel under <export_dir>/<timestamp>/."""
+    # pylint: disable=import-outside-toplevel
+    import time
+    from albert_tf.export.saved_model import export_saved_model
+    # pylint: enable=import-outside-toplevel
+    path = export_saved_model(module, self.settings.export_dir, int(time.time()))
+    logger.info(f"Model exported to {path}.")
+
   def load_best(self):
     """model.ckpt-best if there is one, else the latest checkpoint, else init_checkpoint."""
     path = self.best_path if io.exists(self.best_path + ".index") else (
@@ -148,5 +161,5 @@ class FineTuningJob(Job):
     if path:
       load_checkpoint(self.model, path)
     self.loaded_from = path
-    log(f"predicting with {path or 'the untrained model'}")
+    logger.info(f"predicting with {path or 'the untrained model'}")
     return path

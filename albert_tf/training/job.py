@@ -8,8 +8,8 @@ of the settings is here once: max_seq_length against max_position_embeddings, th
 replicas, corrupt TFRecords, the output_dir lock.
 """
 
+import logging
 import os
-import sys
 
 import tensorflow as tf
 
@@ -21,13 +21,11 @@ from albert_tf.training import runner as runners
 from albert_tf.training import strategy as strategies
 from albert_tf.training.lock import OutputDirLock
 
+logger = logging.getLogger("albert_tf")
+
 
 class UsageError(ValueError):
   """Settings that cannot work together (the binaries report it as a flag error)."""
-
-
-def log(message):
-  print(message, file=sys.stderr, flush=True)
 
 
 def create_strategy(run, train):
@@ -78,8 +76,8 @@ class Job:
     self.chief = strategies.is_chief(self.strategy)
     self.model_dir = strategies.worker_dir(self.strategy, settings.output_dir)
     self._lock = None
-    log(f"strategy {strategies.describe(self.strategy)} with "
-        f"{self.strategy.num_replicas_in_sync} replicas")
+    logger.info(f"strategy {strategies.describe(self.strategy)} with "
+                f"{self.strategy.num_replicas_in_sync} replicas")
 
   # -- what subclasses give ---------------------------------------------------------------------
   def make_model(self):
@@ -123,7 +121,7 @@ class Job:
     io.makedirs(output_dir)
 
     def take_lock():
-      self._lock = OutputDirLock(output_dir, log).acquire()
+      self._lock = OutputDirLock(output_dir).acquire()
     # Through the chief: a lock it cannot take stops every worker, not the chief alone.
     strategies.run_on_chief(self.strategy, take_lock, f"the lock of {output_dir}")
 
@@ -140,10 +138,10 @@ class Job:
                                  loss_scale)
     self.checkpoint = self.runner.checkpoint()
     self.manager = runners.checkpoint_manager(self.checkpoint, self.model_dir,
-                                              train.keep_checkpoint_max, log)
+                                              train.keep_checkpoint_max)
     model = self.settings.model
     runners.restore_or_initialize(self.checkpoint, self.model, self.settings.output_dir,
-                                  model.init_checkpoint, log, model.init_from_group0)
+                                  model.init_checkpoint, model.init_from_group0)
 
   def train(self, make_dataset, inputs, after_save=None):
     """Trains to num_train_steps.
@@ -160,9 +158,9 @@ class Job:
 
     writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
               if self.chief else None)
-    runners.install_sigterm_handler(log)
+    runners.install_sigterm_handler()
     try:
-      runners.run_training(self.runner, iterator, self.manager, self.train_settings, log, writer,
+      runners.run_training(self.runner, iterator, self.manager, self.train_settings, writer,
                            examples_per_step=self.train_settings.train_batch_size,
                            after_save=after_save)
     except tf.errors.DataLossError as e:

@@ -9,6 +9,7 @@ another host cannot be checked from here; the error says how to remove it.
 
 import atexit
 import json
+import logging
 import os
 import socket
 import sys
@@ -16,6 +17,8 @@ import time
 
 from albert_tf import io
 from albert_tf.io import process_running
+
+logger = logging.getLogger("albert_tf")
 
 LOCK_NAME = "albert_tf.lock"
 
@@ -77,17 +80,15 @@ class OutputDirLock:
 
   Args:
     output_dir: the run's output directory (it must exist).
-    log: a function taking one message, for the take-over of a stale lock.
 
   Example:
-    lock = OutputDirLock("out", print).acquire()   # OutputDirLockedError if a run holds it
+    lock = OutputDirLock("out").acquire()   # OutputDirLockedError if a run holds it
     ...
     lock.release()
   """
 
-  def __init__(self, output_dir, log=None):
+  def __init__(self, output_dir):
     self.path = os.path.join(output_dir, LOCK_NAME)
-    self.log = log or (lambda message: None)
     self.record = {"pid": os.getpid(), "host": socket.gethostname(), "time": time.time(),
                    "process_start": _process_start_time(os.getpid()),
                    "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])}
@@ -120,8 +121,8 @@ class OutputDirLock:
           # record judged stale (a small window remains on file systems without locks).
           if _read(self.path) != holder:
             continue
-          self.log(f"taking over the stale lock {self.path} of a run that is gone: "
-                   f"{_describe(holder) if holder else 'unreadable lock file'}")
+          logger.info(f"taking over the stale lock {self.path} of a run that is gone: "
+                      f"{_describe(holder) if holder else 'unreadable lock file'}")
           io.remove(self.path)
         except FileNotFoundError:
           pass

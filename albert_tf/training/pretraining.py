@@ -6,6 +6,7 @@ sum(w * nll) / (sum(w) + 1e-5) and the SOP loss the mean over all examples, so a
 the original's single-device update on the same global batch, however it is split.
 """
 
+import logging
 import os
 
 import tensorflow as tf
@@ -15,8 +16,10 @@ from albert_tf.io import expand_input_patterns, write_text_atomically
 from albert_tf.models import AlbertPretrainer
 from albert_tf.models.losses import masked_lm_loss, sentence_order_loss
 from albert_tf.tokenization import FullTokenizer
-from albert_tf.training.job import Job, UsageError, log
+from albert_tf.training.job import Job, UsageError
 from albert_tf.training.runner import Objective, Runner
+
+logger = logging.getLogger("albert_tf")
 
 
 def metrics_from_sums(sums):
@@ -92,7 +95,7 @@ class PretrainingJob(Job):
                            settings.max_predictions_per_seq)
     except ValueError as e:
       raise UsageError(str(e)) from None
-    log(f"input files {self.input_files}")
+    logger.info(f"input files {self.input_files}")
     self.dynamic = self._dynamic_masking()
 
   def _dynamic_masking(self):
@@ -131,9 +134,9 @@ class PretrainingJob(Job):
       data = iter(self.strategy.distribute_datasets_from_function(
           lambda ctx: self.dataset(False, s.eval_batch_size, ctx)))
       result = self.runner.evaluate(data, s.max_eval_steps)
-      log("***** Eval results *****")
+      logger.info("***** Eval results *****")
       if self.chief:
         write_text_atomically(os.path.join(s.output_dir, "eval_results.txt"),
                               "".join(f"{key} = {result[key]}\n" for key in sorted(result)))
       for key in sorted(result):
-        log(f"  {key} = {result[key]}")
+        logger.info(f"  {key} = {result[key]}")

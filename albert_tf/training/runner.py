@@ -8,6 +8,7 @@ single-device update on the same global batch however it is split over replicas 
 micro-batches.
 """
 
+import logging
 import math
 import os
 import signal
@@ -20,6 +21,8 @@ from albert_tf.checkpoints import load_checkpoint
 from albert_tf.checkpoints.layout import model_parts, original_variable_map
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
 from albert_tf.training import summaries
+
+logger = logging.getLogger("albert_tf")
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -216,7 +219,7 @@ class Runner:
     return tf.train.Checkpoint(**items)
 
 
-def remove_partial_checkpoints(directory, log):
+def remove_partial_checkpoints(directory):
   """Deletes the temporary folders a run killed while saving a checkpoint leaves behind (the
   shards are written there, then moved under the final name). Call only while
   holding the output_dir's lock: a live run's save looks the same."""
@@ -225,22 +228,21 @@ def remove_partial_checkpoints(directory, log):
   for pattern in ("model.ckpt-*_temp", ".tmp_ckpt_*"):
     for path in io.glob_files(os.path.join(directory, pattern)):
       if io.isdir(path):
-        log(f"removing {path}, a checkpoint left unfinished by an interrupted run")
+        logger.info(f"removing {path}, a checkpoint left unfinished by an interrupted run")
         io.rmtree(path)
 
 
-def checkpoint_manager(checkpoint, directory, keep_checkpoint_max, log):
+def checkpoint_manager(checkpoint, directory, keep_checkpoint_max):
   """Saves as <directory>/model.ckpt-<step>, the original's names. keep_checkpoint_max 0 or
   None keeps every checkpoint (as the original's fine-tuning binaries do). First removes what an
   interrupted save left in `directory` (see remove_partial_checkpoints), logging it."""
   if io.isdir(directory):
-    remove_partial_checkpoints(directory, log)
+    remove_partial_checkpoints(directory)
   return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep_checkpoint_max or None,
                                     checkpoint_name="model.ckpt", step_counter=None)
 
 
-def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, log,
-                          init_from_group0=False):
+def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_from_group0=False):
   """Resumes from the latest checkpoint in output_dir (model, optimizer, step); else loads the
   model weights of init_checkpoint (released layout or ours); else keeps the fresh weights.
   Returns the checkpoint path used, or None."""
@@ -259,11 +261,11 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, log,
           f"cannot resume from {latest}: {reason}. A checkpoint in output_dir is resumed with "
           "the albert_config, task and optimizer it was trained with: use those, or a new "
           "--output_dir") from None
-    log(f"resumed from {latest} at step {int(checkpoint.global_step.numpy())}")
+    logger.info(f"resumed from {latest} at step {int(checkpoint.global_step.numpy())}")
     return latest
   if init_checkpoint:
     report = load_checkpoint(model, init_checkpoint, init_from_group0)
-    log(f"initialised from {init_checkpoint}: {report}")
+    logger.info(f"initialised from {init_checkpoint}: {report}")
     return init_checkpoint
   return None
 
@@ -276,7 +278,7 @@ def _progress_line(runner, values, step, total, steps_per_sec, eta):
           f"({1 / steps_per_sec:.3f} s/step) ETA {eta:.0f}s"), metrics
 
 
-def run_training(runner, make_iterator, manager, settings, log, summary_writer=None,
+def run_training(runner, make_iterator, manager, settings, summary_writer=None,
                  examples_per_step=None, after_save=None):
   """Trains until num_train_steps, saving every save_checkpoints_steps (resumable).
 
@@ -308,7 +310,7 @@ def run_training(runner, make_iterator, manager, settings, log, summary_writer=N
     overall = (step - start_step) / max(time.time() - start_time, 1e-9)
     eta = (total - step) / max(overall, 1e-9)
     line, metrics = _progress_line(runner, values, step, total, steps_per_sec, eta)
-    log(line)
+    logger.info(line)
     if summary_writer is not None:
       scalars = dict(metrics, loss=values["loss"], learning_rate=values["learning_rate"],
                      steps_per_second=steps_per_sec)
@@ -317,15 +319,15 @@ def run_training(runner, make_iterator, manager, settings, log, summary_writer=N
       summaries.write_scalars(summary_writer, step, scalars)
     if step % settings.save_checkpoints_steps == 0 or step == total:
       path = manager.save(checkpoint_number=step)
-      log(f"saved checkpoint {path}")
+      logger.info(f"saved checkpoint {path}")
       if after_save is not None:
         after_save(step, path)
   return step
 
 
-def install_sigterm_handler(log):
+def install_sigterm_handler():
   """Turns SIGTERM into KeyboardInterrupt so that a preempted run stops between steps."""
   def handler(signum, frame):  # pylint: disable=unused-argument
-    log("SIGTERM received: stopping")
+    logger.info("SIGTERM received: stopping")
     raise KeyboardInterrupt
   signal.signal(signal.SIGTERM, handler)

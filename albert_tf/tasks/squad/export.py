@@ -29,13 +29,11 @@ as outside the window): an answer differs only where padding outranked the real 
 """
 
 import math
-import os
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.export.saved_model import (TextServingModule, as_float32, export_saved_model,
-                                          ids_spec, pad_positions)
+from albert_tf.export.saved_model import TextServingModule, as_float32, ids_spec, pad_positions
 from albert_tf.layers.span_heads import P_MASK_ADDER
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.tokenization.in_graph import PY_WHITESPACE
@@ -263,16 +261,3 @@ class SquadServingModule(TextServingModule):
   def signatures(self):
     return {"serving_default": self.serve, "features": self.features,
             "tokenization_info": self.tokenization_info}
-
-
-def export_squad(job, version=None):
-  """Exports a SquadJob's (loaded) model under <export_dir>/<version or timestamp>/."""
-  import time  # pylint: disable=import-outside-toplevel
-  s = job.settings
-  module = SquadServingModule(
-      job.serving_model(), s.tokenizer.spm_model_file, s.tokenizer.do_lower_case,
-      s.model.max_seq_length,
-      s.doc_stride, s.max_query_length, s.max_answer_length, s.n_best_size, job.v2,
-      job.null_threshold())
-  return export_saved_model(module, os.fspath(s.export_dir),
-                            version if version is not None else int(time.time()))

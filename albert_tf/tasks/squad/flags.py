@@ -1,10 +1,8 @@
-"""Flags and main() shared by run_squad_v1 and run_squad_v2 (the original's flags)."""
+"""The flags of run_squad_v1 and run_squad_v2 (the original's). Imports no TensorFlow."""
 
-from absl import app, flags
+from absl import flags
 
-from albert_tf import common_flags, settings
-
-FLAGS = flags.FLAGS
+from albert_tf import common_flags
 
 
 def define_flags(v2):
@@ -50,11 +48,3 @@ def define_flags(v2):
     flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
   common_flags.define_finetuning_flags(max_seq_length=384, learning_rate=5e-5)
 
-
-def run(v2):
-  """The binary: flags -> SquadSettings -> SquadJob(settings).run()."""
-  for name in ("output_dir",):
-    flags.mark_flag_as_required(name)
-  app.run(lambda argv: common_flags.run_job(
-      "albert_tf.finetuning.squad_job", "SquadJob",
-      settings.from_values(settings.SquadSettings, FLAGS, v2=v2)))

@@ -9,6 +9,7 @@ whether the window is its "max context" one.
 import collections
 import dataclasses
 import json
+import logging
 from typing import Optional
 
 import numpy as np
@@ -17,6 +18,8 @@ from albert_tf import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.tokenization.full import encode_ids, encode_pieces
 from albert_tf.tokenization.text import preprocess_text
+
+logger = logging.getLogger("albert_tf")
 
 SPIECE_UNDERLINE = "\u2581"
 FIRST_UNIQUE_ID = 1000000000
@@ -130,13 +133,13 @@ def _training_answer(qa, context, where):
   return text, start
 
 
-def read_squad_examples(input_file, is_training, log=None):
+def read_squad_examples(input_file, is_training):
   """SquadExamples of a SQuAD v1.1/v2.0 json file, in file order.
 
   Malformed entries are errors naming the file and the question. A training answer whose text is
   not at its offset is skipped, as BERT's run_squad skips it ("Could not find answer"; each one
-  and their count go to log(message)). No question at all is an error: training on or predicting
-  nothing would pass silently, or fail only once training is over.
+  and their count are logged). No question at all is an error: training on or predicting nothing
+  would pass silently, or fail only once training is over.
   """
   examples, skipped = [], 0
   for where, context, qa in _questions(load_squad_json(input_file), input_file):
@@ -150,18 +153,17 @@ def read_squad_examples(input_file, is_training, log=None):
         answer, start = _training_answer(qa, context, where)
         if not _answer_in_context(context, start, answer):
           skipped += 1
-          if log is not None:
-            log(f"Could not find answer: {where}: {context[start:start + len(answer)]!r} vs. "
-                f"{answer!r}")
+          logger.info(f"Could not find answer: {where}: "
+                      f"{context[start:start + len(answer)]!r} vs. {answer!r}")
           continue
     elif "answers" in qa:  # a dev set's answers score the predictions, after training
       for answer in _field(qa, "answers", list, where):
         _field(answer, "text", str, f"{where}, answer")
     examples.append(SquadExample(qa["id"], question, context, answer, start,
                                  is_impossible=impossible))
-  if skipped and log is not None:
-    log(f"skipped {skipped} of {len(examples) + skipped} training questions of {input_file}: "
-        "their answer text is not at answer_start in the context")
+  if skipped:
+    logger.info(f"skipped {skipped} of {len(examples) + skipped} training questions of "
+                f"{input_file}: their answer text is not at answer_start in the context")
   if not examples:
     raise ValueError(f"SQuAD file {input_file} has no usable questions"
                      + (f" (all {skipped} answers were not found in their contexts)"
@@ -288,8 +290,7 @@ def is_max_context(spans, span_index, position):
 
 
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
-                                 max_query_length, is_training, output_fn, do_lower_case,
-                                 log=None):
+                                 max_query_length, is_training, output_fn, do_lower_case):
   """Calls output_fn(InputFeatures) for every window of every example, unique ids counting up
   from 1000000000. Examples whose pieces cannot be aligned to the paragraph are skipped (as the
   original's "MISMATCH DETECTED"). Returns the number of features."""
@@ -299,16 +300,15 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
   cls_id, sep_id = sp.PieceToId("[CLS]"), sp.PieceToId("[SEP]")
   unique_id = FIRST_UNIQUE_ID
   for example_index, example in enumerate(examples):
-    if log is not None and example_index % 1000 == 0:
-      log(f"Converting {example_index}/{len(examples)}")
+    if example_index % 1000 == 0:
+      logger.info(f"Converting {example_index}/{len(examples)}")
     query = encode_ids(sp, preprocess_text(example.question_text, lower=do_lower_case))
     query = query[:max_query_length]
     para_tokens = encode_pieces(sp, preprocess_text(example.paragraph_text,
                                                     lower=do_lower_case))
     aligned = align_pieces(example.paragraph_text, para_tokens, do_lower_case)
     if aligned is None:
-      if log is not None:
-        log(f"MISMATCH DETECTED: skipping example {example.qas_id}")
+      logger.info(f"MISMATCH DETECTED: skipping example {example.qas_id}")
       continue
     tok_start_to_orig, tok_end_to_orig, orig_to_chartok, chartok_to_tok = aligned
 

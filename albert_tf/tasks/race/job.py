@@ -1,15 +1,18 @@
 """The RACE fine-tuning job behind run_race: the GLUE job with RACE's processor, 4-choice
 features and multiple-choice model."""
 
+import logging
 import os
 
 from albert_tf.checkpoints import checkpoint_global_step
 from albert_tf.io import write_text_atomically
-from albert_tf.finetuning import race
-from albert_tf.finetuning.classifier_job import ClassifierJob
+from albert_tf.tasks.race import data as race
+from albert_tf.tasks.classifier.job import ClassifierJob
 from albert_tf.finetuning.inputs import classifier_features
-from albert_tf.training.job import UsageError, log
+from albert_tf.training.job import UsageError
 from albert_tf.models import AlbertMultipleChoice
+
+logger = logging.getLogger("albert_tf")
 
 
 class RaceJob(ClassifierJob):
@@ -28,7 +31,7 @@ class RaceJob(ClassifierJob):
     s = self.settings
     processor = race.RaceProcessor(bool(s.tokenizer.spm_model_file), s.tokenizer.do_lower_case, s.high_only,
                                    s.middle_only)
-    log("RACE levels: " + ", ".join(processor.levels))
+    logger.info("RACE levels: " + ", ".join(processor.levels))
     return processor
 
   def make_model(self):
@@ -38,7 +41,7 @@ class RaceJob(ClassifierJob):
   def convert(self, examples, path):
     race.file_based_convert_examples_to_features(examples, self.label_list,
                                                  self.settings.model.max_seq_length, self.tokenizer, path,
-                                                 self.settings.max_qa_length, log)
+                                                 self.settings.max_qa_length)
 
   def cached_path(self, split):
     """--train_file / --eval_file / --predict_file, else race_<split>.tf_record in output_dir."""
@@ -70,4 +73,4 @@ class RaceJob(ClassifierJob):
       write_text_atomically(os.path.join(self.settings.output_dir, "test_results.tsv"),
                             "".join("\t".join(str(p) for p in row) + "\n"
                                     for row in out["probabilities"][:len(examples)]))
-    log("\n".join(lines))
+    logger.info("\n".join(lines))

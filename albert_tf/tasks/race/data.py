@@ -7,14 +7,17 @@ flattened: input_ids, input_mask, segment_ids int64 [4 * max_seq_length]; label_
 is_real_example.
 """
 
+import logging
 import dataclasses
 import json
 import os
 
 from albert_tf import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
-from albert_tf.finetuning.classifier_data import pack_pair
-from albert_tf.finetuning.glue import PaddingInputExample, TextProcessor
+from albert_tf.tasks.classifier.features import pack_pair
+from albert_tf.tasks.classifier.data import PaddingInputExample, TextProcessor
+
+logger = logging.getLogger("albert_tf")
 
 LABELS = ["A", "B", "C", "D"]
 
@@ -131,12 +134,12 @@ def convert_single_example(example, num_choices, max_seq_length, tokenizer, max_
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
-                                            output_file, max_qa_length, log=None):
+                                            output_file, max_qa_length):
   """Writes the examples' features to output_file (atomically)."""
   with AtomicTFRecordWriter(output_file) as writer:
     for index, example in enumerate(examples):
-      if log is not None and index % 10000 == 0:
-        log(f"Writing example {index} of {len(examples)}")
+      if index % 10000 == 0:
+        logger.info(f"Writing example {index} of {len(examples)}")
       ids, masks, segments, label, real = convert_single_example(
           example, len(label_list), max_seq_length, tokenizer, max_qa_length)
       writer.write(encode_example({

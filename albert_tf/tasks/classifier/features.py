@@ -6,11 +6,14 @@ segment_ids int64 [max_seq_length]; label_ids int64 [1] (float [1] for regressio
 is_real_example int64 [1].
 """
 
+import logging
 import dataclasses
 
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, float_feature
 from albert_tf.data.tfrecords import int64_feature
-from albert_tf.finetuning.glue import PaddingInputExample
+from albert_tf.tasks.classifier.data import PaddingInputExample
+
+logger = logging.getLogger("albert_tf")
 
 
 @dataclasses.dataclass
@@ -80,12 +83,12 @@ def feature_record(feature, regression=False):
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
-                                            output_file, regression=False, log=None):
+                                            output_file, regression=False):
   """Writes the examples' features to output_file (atomically: complete or absent)."""
   with AtomicTFRecordWriter(output_file) as writer:
     for i, example in enumerate(examples):
-      if log is not None and i % 10000 == 0:
-        log(f"Writing example {i} of {len(examples)}")
+      if i % 10000 == 0:
+        logger.info(f"Writing example {i} of {len(examples)}")
       feature = convert_single_example(example, label_list, max_seq_length, tokenizer,
                                        regression)
       writer.write(feature_record(feature, regression))

@@ -1,22 +1,24 @@
 """The GLUE fine-tuning job behind run_classifier (and, with its multiple-choice variant,
 run_race): processor, cached features, evaluation, prediction files, export."""
 
+import logging
 import os
-import time
 
 from albert_tf import io
 from albert_tf.io import write_text_atomically
-from albert_tf.finetuning import glue
-from albert_tf.finetuning.classifier_data import file_based_convert_examples_to_features
+from albert_tf.tasks.classifier import data as glue
+from albert_tf.tasks.classifier.features import file_based_convert_examples_to_features
 from albert_tf.finetuning.evaluation import batch_means
 from albert_tf.finetuning.inputs import (EXAMPLE_INDEX, check_cached_features,
                                         classifier_features, feature_dataset)
 from albert_tf.finetuning.job import FineTuningJob
-from albert_tf.training.job import UsageError, log
+from albert_tf.training.job import UsageError
 from albert_tf.finetuning.metrics import classifier_eval_metrics, key_metric
 from albert_tf.finetuning.objectives import ClassificationObjective
 from albert_tf.models import AlbertClassifier, classification_losses
 from albert_tf.training import strategy as strategies
+
+logger = logging.getLogger("albert_tf")
 
 
 class ClassifierJob(FineTuningJob):
@@ -37,7 +39,7 @@ class ClassifierJob(FineTuningJob):
     self.label_list = self.processor.get_labels()
     self.regression = self.processor.regression
     self.key_metric = key_metric(self.task_name)
-    log(f"task {self.task_name}")
+    logger.info(f"task {self.task_name}")
 
   def make_processor(self):
     s = self.settings
@@ -53,7 +55,7 @@ class ClassifierJob(FineTuningJob):
 
   def convert(self, examples, path):
     file_based_convert_examples_to_features(examples, self.label_list, self.settings.model.max_seq_length,
-                                            self.tokenizer, path, self.regression, log)
+                                            self.tokenizer, path, self.regression)
 
   def features_file(self, path, split, examples, padded_batch=None, regenerate=False):
     """Writes the split's features to path unless cached (predict's are always regenerated, as
@@ -66,11 +68,11 @@ class ClassifierJob(FineTuningJob):
     def write():
       if not cached:
         self.convert(examples, path)
-        log(f"wrote {len(examples)} {split} features ({real} real) to {path}")
+        logger.info(f"wrote {len(examples)} {split} features ({real} real) to {path}")
     strategies.run_on_chief(self.strategy, write, path)
     if cached:
       check_cached_features(path, self.record_length())
-      log(f"using cached features {path}")
+      logger.info(f"using cached features {path}")
     return path
 
   def record_length(self):
@@ -134,22 +136,19 @@ class ClassifierJob(FineTuningJob):
                           ("submit_results.tsv", submit_lines)):
         write_text_atomically(os.path.join(self.settings.output_dir, name),
                               "\n".join(lines) + "\n")
-      log(f"wrote predictions of {len(test_lines)} examples to test_results.tsv and "
-          "submit_results.tsv")
+      logger.info(f"wrote predictions of {len(test_lines)} examples to test_results.tsv and "
+                  "submit_results.tsv")
 
   def export(self):
-    # pylint: disable=import-outside-toplevel
-    from albert_tf.export.classifier import ClassifierServingModule
-    from albert_tf.export.saved_model import export_saved_model
-    # pylint: enable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.tasks.classifier.export import ClassifierServingModule
     s = self.settings
     pair = self.processor.spec.columns_for("test").text_b is not None
     # The job's tokenizer: SentencePiece, or WordPiece when only --vocab_file is given.
-    module = ClassifierServingModule(
+    self.export_serving(ClassifierServingModule(
         self.serving_model(), s.tokenizer.spm_model_file, self.label_list, pair,
         s.tokenizer.do_lower_case, s.model.max_seq_length, s.threshold_to_export,
-        vocab_file=s.tokenizer.vocab_file)
-    log(f"Model exported to {export_saved_model(module, s.export_dir, int(time.time()))}.")
+        vocab_file=s.tokenizer.vocab_file))
 
   def flow(self, after_save):
     """The original binary's flow: (train, evaluating each checkpoint), evaluate the checkpoints
@@ -167,8 +166,9 @@ class ClassifierJob(FineTuningJob):
                  if s.do_eval else None)
     if s.do_train:
       train_file = self.features_file(self.cached_path("train"), "train", examples["train"])
-      log(f"***** Running training *****\n  Num examples = {len(examples['train'])}\n  Batch "
-          f"size = {s.train.train_batch_size}\n  Num steps = {s.train.num_train_steps}")
+      logger.info(f"***** Running training *****\n  Num examples = {len(examples['train'])}\n"
+                  f"  Batch size = {s.train.train_batch_size}\n"
+                  f"  Num steps = {s.train.num_train_steps}")
 
       def evaluate_then(step, path):
         if eval_file:
@@ -179,7 +179,7 @@ class ClassifierJob(FineTuningJob):
           train_file, s.train.train_batch_size, True, seed, ctx), evaluate_then)
     if s.do_eval:
       self.evaluate_checkpoints(tracker, lambda: self.evaluate(eval_file))
-      log(f"best {tracker.key_name} = {tracker.best_value} at step {tracker.best_step}")
+      logger.info(f"best {tracker.key_name} = {tracker.best_value} at step {tracker.best_step}")
     if s.do_predict or s.export_dir:
       self.load_best()
     if s.do_predict:

@@ -1,6 +1,7 @@
 """The SQuAD fine-tuning job behind run_squad_v1 and run_squad_v2: features, training,
 evaluation of every checkpoint with the original's post-processing, prediction files."""
 
+import logging
 import json
 import os
 import random
@@ -9,13 +10,16 @@ import tensorflow as tf
 
 from albert_tf import io
 from albert_tf.io import write_text_atomically
-from albert_tf.finetuning import squad_data, squad_postprocess
+from albert_tf.tasks.squad import data as squad_data
+from albert_tf.tasks.squad import postprocess as squad_postprocess
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob
-from albert_tf.training.job import UsageError, log
-from albert_tf.finetuning.objectives import SquadObjective
+from albert_tf.training.job import UsageError
+from albert_tf.tasks.squad.objective import SquadObjective
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.training import strategy as strategies
+
+logger = logging.getLogger("albert_tf")
 
 V1_OUTPUTS = ("start_log_prob", "end_log_prob")
 V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
@@ -113,7 +117,7 @@ class SquadJob(FineTuningJob):
     try:
       squad_data.convert_examples_to_features(examples, self.tokenizer, s.model.max_seq_length,
                                               s.doc_stride, s.max_query_length, is_training,
-                                              output, s.tokenizer.do_lower_case, log)
+                                              output, s.tokenizer.do_lower_case)
       if not writer.num_features:
         raise ValueError(f"no features from {source}: no paragraph of its {len(examples)} "
                          "questions could be aligned to its SentencePiece pieces (see the "
@@ -125,7 +129,7 @@ class SquadJob(FineTuningJob):
     return writer.num_features
 
   def train_examples(self):
-    examples = squad_data.read_squad_examples(self.settings.train_file, is_training=True, log=log)
+    examples = squad_data.read_squad_examples(self.settings.train_file, is_training=True)
     random.Random(12345).shuffle(examples)  # as the original, before writing features
     return examples
 
@@ -138,12 +142,12 @@ class SquadJob(FineTuningJob):
 
     def write():
       if not cached:
-        log(f"wrote {self._convert(examples, True, path, s.train_file)} training features to "
-            f"{path}")
+        count = self._convert(examples, True, path, s.train_file)
+        logger.info(f"wrote {count} training features to {path}")
     strategies.run_on_chief(self.strategy, write, path)
     if cached:
       check_cached_features(path, s.model.max_seq_length)
-      log(f"using cached training features {path}")
+      logger.info(f"using cached training features {path}")
     return path
 
   def predict_features(self):
@@ -165,7 +169,7 @@ class SquadJob(FineTuningJob):
     if features:
       return examples, features, path
     check_cached_features(path, s.model.max_seq_length)
-    log(f"Loading eval features from {left}")
+    logger.info(f"Loading eval features from {left}")
     return examples, read_features_jsonl(left), path
 
   def dataset(self, path, batch_size, is_training, seed=None, input_context=None):
@@ -259,8 +263,8 @@ class SquadJob(FineTuningJob):
     if s.do_predict:
       dataset = squad_data.load_squad_json(s.predict_file)
       examples, features, predict_path = self.predict_features()
-      log(f"***** Running predictions *****\n  Num orig examples = {len(examples)}\n  Num "
-          f"split examples = {len(features)}\n  Batch size = {s.predict_batch_size}")
+      logger.info(f"***** Running predictions *****\n  Num orig examples = {len(examples)}\n  Num "
+                  f"split examples = {len(features)}\n  Batch size = {s.predict_batch_size}")
 
       def predict_and_score():
         return (self.predict_and_write(examples, features, predict_path, dataset)
@@ -271,8 +275,8 @@ class SquadJob(FineTuningJob):
     tracker = self.tracker(self.key_metric)
     if s.do_train:
       train_file = self.train_feature_file(train_examples)
-      log(f"***** Running training *****\n  Num orig examples = {len(train_examples)}\n  "
-          f"Batch size = {s.train.train_batch_size}\n  Num steps = {steps}")
+      logger.info(f"***** Running training *****\n  Num orig examples = {len(train_examples)}\n  "
+                  f"Batch size = {s.train.train_batch_size}\n  Num steps = {steps}")
 
       def evaluate_then(step, path):
         if predict:
@@ -290,9 +294,13 @@ class SquadJob(FineTuningJob):
     if predict and (tracker.best_step != tracker.last_step or not io.exists(
         os.path.join(s.output_dir, "predictions.json"))):
       result = predict()
-      log("***** Final Eval results *****")
+      logger.info("***** Final Eval results *****")
       for key in sorted(result):
-        log(f"  {key} = {result[key]}")
+        logger.info(f"  {key} = {result[key]}")
     if s.export_dir and self.chief:
-      from albert_tf.export.squad import export_squad  # pylint: disable=import-outside-toplevel
-      log(f"Model exported to {export_squad(self)}.")
+      # pylint: disable-next=import-outside-toplevel
+      from albert_tf.tasks.squad.export import SquadServingModule
+      self.export_serving(SquadServingModule(
+          self.serving_model(), s.tokenizer.spm_model_file, s.tokenizer.do_lower_case,
+          s.model.max_seq_length, s.doc_stride, s.max_query_length, s.max_answer_length,
+          s.n_best_size, self.v2, self.null_threshold()))
