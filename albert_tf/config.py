@@ -14,6 +14,8 @@ import os
 
 from albert_tf import io
 
+logger = logging.getLogger("albert_tf")
+
 _DATA_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "data", "configs")
 
@@ -362,7 +364,7 @@ def _check_unknown_key(key, given):
               f"would otherwise keep its default, {_DEFAULTS[field]!r}: rename the key")
     raise ValueError(f"albert config: unknown key `{key}`, did you mean `{field}`? (`{field}` "
                      f"{effect})")
-  logging.warning("albert config: unknown key `%s` is not used by the model (kept as it is)", key)
+  logger.warning("albert config: unknown key `%s` is not used by the model (kept as it is)", key)
 
 
 def _is_number(value):

@@ -19,6 +19,8 @@ import tempfile
 import uuid
 import weakref
 
+logger = logging.getLogger("albert_tf")
+
 # `.<name>.tmp-<pid>`: the leading dot keeps a half-written file out of the globs that pick the
 # outputs (`out/*.tfrecord`, `out/x*`), and the pid keeps concurrent writers apart.
 _TEMP_NAME = re.compile(r"^\..+\.tmp-(\d+)$")
@@ -272,7 +274,7 @@ def remove_quietly(path):
   except FileNotFoundError:
     pass
   except Exception as e:  # pylint: disable=broad-except
-    logging.warning("could not remove the temporary file %s (%s): delete it by hand", path, e)
+    logger.warning("could not remove the temporary file %s (%s): delete it by hand", path, e)
 
 
 def size_if_local(path):

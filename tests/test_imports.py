@@ -2,6 +2,8 @@
 start-up notices and nothing else. Each case runs in a fresh interpreter: the notices come once
 per process, and the pytest process has TensorFlow imported already."""
 
+import ast
+import glob
 import os
 import re
 import subprocess
@@ -127,3 +129,39 @@ def test_what_tensorflow_prints_before_aborting_the_import_is_kept():
   assert result.returncode != 0
   assert result.stderr.splitlines() == [
       b"F0000 00:00:1795996204.699463  1 port.cc:1] Check failed: x == y"]
+
+
+# Imports point down: a task (albert_tf/tasks/<name>/) uses these, none of them uses a task.
+BELOW_TASKS = ("checkpoints", "data", "export", "finetuning", "layers", "models", "optimization",
+               "tokenization", "training")
+
+
+def _imported_modules(path):
+  tree = ast.parse(open(path).read(), path)
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      yield from (alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.module:
+      yield node.module
+      yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def test_nothing_below_the_tasks_imports_one():
+  for package in BELOW_TASKS:
+    for path in glob.glob(os.path.join(REPO_ROOT, "albert_tf", package, "**", "*.py"),
+                          recursive=True):
+      tasks = [m for m in _imported_modules(path) if m.startswith("albert_tf.tasks")]
+      assert not tasks, f"{os.path.relpath(path, REPO_ROOT)} imports {tasks}"
+
+
+def test_each_task_declares_its_models_without_importing_anything():
+  from albert_tf import registry  # pylint: disable=import-outside-toplevel
+  packages = registry.task_packages()
+  assert {"albert_tf.tasks.classifier", "albert_tf.tasks.race",
+          "albert_tf.tasks.squad"} <= set(packages)
+  for package in packages:
+    path = os.path.join(REPO_ROOT, *package.split("."), "__init__.py")
+    assert not list(_imported_modules(path)), f"{package} imports at registry time"
+  models = registry.models()
+  assert models["AlbertClassifier"] == "albert_tf.models.classifier"
+  assert {"AlbertModel", "AlbertPretrainer", "AlbertSquadV2"} <= set(models)

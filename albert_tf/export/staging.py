@@ -16,6 +16,8 @@ import socket
 from albert_tf import io
 from albert_tf.io import process_running
 
+logger = logging.getLogger("albert_tf")
+
 _PREFIX = ".tmp-"
 
 
@@ -49,7 +51,7 @@ def remove_stale_staging_dirs(parent, stem_pattern, legacy=False):
       continue
     if pid != os.getpid() and process_running(pid):
       continue
-    logging.warning("removing %s, left by an export (pid %d) that did not finish", path, pid)
+    logger.warning("removing %s, left by an export (pid %d) that did not finish", path, pid)
     io.rmtree(path, ignore_errors=True)
     removed.append(path)
   return removed

@@ -4,9 +4,10 @@ each checkpoint with the original's best-checkpoint bookkeeping, prediction in f
 loading model.ckpt-best.
 """
 
-import logging
 import dataclasses
+import logging
 import os
+import time
 
 import keras
 import tensorflow as tf
@@ -146,11 +147,10 @@ class FineTuningJob(Job):
 
   def export_serving(self, module):
     """Writes serving module `module` as a SavedModel under <export_dir>/<timestamp>/."""
-    # pylint: disable=import-outside-toplevel
-    import time
+    # Only an exporting run loads the serving code (tensorflow_text's ops among it).
+    # pylint: disable-next=import-outside-toplevel
     from albert_tf.export.saved_model import export_saved_model
-    # pylint: enable=import-outside-toplevel
-    path = export_saved_model(module, self.settings.export_dir, int(time.time()))
+    path = export_saved_model(module, os.fspath(self.settings.export_dir), int(time.time()))
     logger.info(f"Model exported to {path}.")
 
   def load_best(self):

@@ -6,8 +6,8 @@ segment_ids int64 [max_seq_length]; label_ids int64 [1] (float [1] for regressio
 is_real_example int64 [1].
 """
 
-import logging
 import dataclasses
+import logging
 
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, float_feature
 from albert_tf.data.tfrecords import int64_feature

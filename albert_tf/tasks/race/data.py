@@ -7,9 +7,9 @@ flattened: input_ids, input_mask, segment_ids int64 [4 * max_seq_length]; label_
 is_real_example.
 """
 
-import logging
 import dataclasses
 import json
+import logging
 import os
 
 from albert_tf import io

@@ -1,8 +1,8 @@
 """The SQuAD fine-tuning job behind run_squad_v1 and run_squad_v2: features, training,
 evaluation of every checkpoint with the original's post-processing, prediction files."""
 
-import logging
 import json
+import logging
 import os
 import random
 
