@@ -1,0 +1,97 @@
+"""Inputs at the edges end in a clear error naming the input, or in a correct result (issue 25):
+duplicate ids, HF export heads, configs from two sources, random heads in SavedModels, Beam's
+stale temporaries, truncated safetensors."""
+
+import json
+import os
+
+import pytest
+
+from albert_tf.finetuning import glue, race, squad_data
+
+
+# ---- duplicate ids ---------------------------------------------------------------------------
+def _squad(tmp_path, ids_per_paragraph, name="dev.json"):
+  """A SQuAD file: one article per list of paragraphs, each paragraph's questions with the ids
+  given."""
+  data = [{"title": "t", "paragraphs": [
+      {"context": "The cat sat on the mat.",
+       "qas": [{"id": i, "question": "Where?", "is_impossible": False,
+                "answers": [{"text": "the mat", "answer_start": 15}]} for i in ids]}
+      for ids in paragraphs]} for paragraphs in ids_per_paragraph]
+  path = tmp_path / name
+  path.write_text(json.dumps({"version": "v2.0", "data": data}))
+  return str(path)
+
+
+@pytest.mark.parametrize("ids, first, second", [
+    ([[["a", "b", "a"]]], "article 0, paragraph 0, question 0",
+     "article 0, paragraph 0, question 2"),
+    ([[["a"], ["b"]], [["c", "b"]]], "article 0, paragraph 1, question 0",
+     "article 1, paragraph 0, question 1"),
+    ([[[7, "x"]], [["7"]]], "article 0, paragraph 0, question 0",
+     "article 1, paragraph 0, question 0"),
+])
+@pytest.mark.parametrize("is_training", [True, False])
+def test_duplicate_squad_question_ids_name_the_file_the_id_and_both_positions(
+    tmp_path, ids, first, second, is_training):
+  path = _squad(tmp_path, ids)
+  with pytest.raises(ValueError) as error:
+    squad_data.read_squad_examples(path, is_training)
+  message = str(error.value)
+  assert message.startswith(f"SQuAD file {path}: question id ")
+  assert "used twice" in message and first in message and second in message
+
+
+def test_unique_squad_ids_read_as_before(tmp_path):
+  examples = squad_data.read_squad_examples(_squad(tmp_path, [[["a", "b"]], [["c"]]]), False)
+  assert [e.qas_id for e in examples] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("task, split, text, rows", [
+    ("mrpc", "test", "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+                     "1\ta\tb\tx y\tz\n2\ta\tb\tx\tz\n1\ta\tb\tu\tv\n", (1, 3)),
+    ("rte", "dev", "index\tsentence1\tsentence2\tlabel\n"
+                   "0\ta\tb\tentailment\n5\tc\td\tentailment\n7\te\tf\tentailment\n"
+                   "5\tg\th\tnot_entailment\n", (2, 4)),
+    ("qqp", "train", "id\tqid1\tqid2\tq1\tq2\tis_duplicate\n"
+                     "9\t1\t2\ta\tb\t0\nshort row\n9\t3\t4\tc\td\t1\n", (1, 3)),
+])
+def test_duplicate_glue_guids_name_the_file_the_guid_and_both_rows(tmp_path, task, split, text,
+                                                                   rows):
+  processor = glue.processor(task)
+  directory = tmp_path / processor.spec.directory
+  directory.mkdir()
+  path = directory / processor.spec.files[split]
+  path.write_text(text)
+  with pytest.raises(ValueError) as error:
+    processor.get_examples(str(tmp_path), split)
+  message = str(error.value)
+  assert message.startswith(f"{path}: guid ") and "used twice" in message
+  assert f"row {rows[0]} (line {rows[0] + 1}) and row {rows[1]} (line {rows[1] + 1})" in message
+
+
+def _article(article_id):
+  return json.dumps({"id": article_id, "article": "The cat sat.", "answers": ["A"],
+                     "questions": ["Who sat?"], "options": [["cat", "dog", "cow", "owl"]]})
+
+
+@pytest.mark.parametrize("layout, where_first, where_second", [
+    ({"high/1.txt": ["a", "b", "a"]}, "high/1.txt, line 1", "high/1.txt, line 3"),
+    ({"middle/1.txt": ["m"], "high/2.txt": ["x", "m"]}, "middle/1.txt, line 1",
+     "high/2.txt, line 2"),
+    ({"high/1.txt": ["h"], "high/2.txt": ["h"]}, "high/1.txt, line 1", "high/2.txt, line 1"),
+])
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_duplicate_race_article_ids_name_the_files_lines_and_id(tmp_path, layout, where_first,
+                                                                where_second, split):
+  for level in ("middle", "high"):
+    (tmp_path / "RACE" / split / level).mkdir(parents=True)
+  for name, ids in layout.items():
+    (tmp_path / "RACE" / split / name).write_text("\n".join(_article(i) for i in ids) + "\n")
+  with pytest.raises(ValueError) as error:
+    race.RaceProcessor().get_examples(str(tmp_path), split)
+  message = str(error.value)
+  base = tmp_path / "RACE" / split
+  assert message.startswith(f"RACE file {base}/{where_second}: article id ")
+  assert "used twice" in message and f"RACE file {base}/{where_first}" in message
