@@ -39,7 +39,7 @@ flags.DEFINE_enum("format", "released", ["released", "hf"],
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
-  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
   from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
   from albert_tf.export.released import export_released_layout  # pylint: disable=import-outside-toplevel
   if FLAGS.albert_directory:
@@ -50,13 +50,15 @@ def main(argv):
       raise app.UsageError("give --albert_directory, or --albert_config_file and "
                            "--init_checkpoint")
     config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
+  # The config file, checked against the checkpoint's config.json when it is an HF directory.
+  config = hf.model_config(config_file, checkpoint)[0]
   if FLAGS.format == "hf":
-    path = export_hf_layout(AlbertConfig.from_json_file(config_file), checkpoint,
+    path = export_hf_layout(config, checkpoint,
                             FLAGS.export_path, FLAGS.spm_model_file, FLAGS.do_lower_case,
                             config_file=config_file)
     print(f"exported {path}")
     return
-  prefix = export_released_layout(AlbertConfig.from_json_file(config_file), checkpoint,
+  prefix = export_released_layout(config, checkpoint,
                                   FLAGS.export_path, FLAGS.spm_model_file,
                                   config_file=config_file)
   print(f"exported {prefix}")

@@ -95,3 +95,83 @@ def test_duplicate_race_article_ids_name_the_files_lines_and_id(tmp_path, layout
   base = tmp_path / "RACE" / split
   assert message.startswith(f"RACE file {base}/{where_second}: article id ")
   assert "used twice" in message and f"RACE file {base}/{where_first}" in message
+
+
+# ---- configs from two sources ------------------------------------------------------------------
+HF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "hf_albert")
+
+
+def _hf_dir(tmp_path, folder="encoder", **changes):
+  """A copy of an HF fixture directory, its config.json changed."""
+  out = tmp_path / f"hf_{folder}"
+  out.mkdir()
+  for name in os.listdir(os.path.join(HF, folder)):
+    (out / name).write_bytes(open(os.path.join(HF, folder, name), "rb").read())
+  values = json.loads((out / "config.json").read_text())
+  values.update(changes)
+  (out / "config.json").write_text(json.dumps(values))
+  return str(out)
+
+
+def _albert_config_file(tmp_path, **changes):
+  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  path = str(tmp_path / "albert_config.json")
+  AlbertConfig.from_hf_config(os.path.join(HF, "encoder")).replace(**changes).to_json_file(path)
+  return path
+
+
+def test_agreeing_configs_give_the_config_file(tmp_path):
+  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
+  config_file = _albert_config_file(tmp_path)
+  config, source = hf.model_config(config_file, _hf_dir(tmp_path))
+  assert source == config_file and config.hidden_size == 32 and config.hidden_act == "gelu"
+
+
+@pytest.mark.parametrize("hf_changes, ours, field", [
+    ({"hidden_act": "gelu"}, {}, "hidden_act"),  # HF's exact erf GELU is not the original's
+    ({"hidden_act": "relu"}, {}, "hidden_act"),
+    ({}, {"hidden_act": "relu"}, "hidden_act"),
+    ({"layer_norm_eps": 1e-5}, {}, "layer_norm_eps"),
+    ({"position_embedding_type": "relative_key"}, {}, "position_embedding_type"),
+    ({}, {"hidden_size": 64, "intermediate_size": 64}, "hidden_size"),
+    ({"vocab_size": 1200}, {}, "vocab_size"),
+    ({}, {"num_hidden_layers": 4}, "num_hidden_layers"),
+    ({}, {"embedding_size": 32}, "embedding_size"),
+    ({"max_position_embeddings": 128}, {}, "max_position_embeddings"),
+    ({"hidden_dropout_prob": 0.1}, {}, "hidden_dropout_prob"),
+    ({}, {"type_vocab_size": 3}, "type_vocab_size"),
+])
+def test_configs_that_disagree_name_both_files_and_the_field(tmp_path, hf_changes, ours, field):
+  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
+  config_file, checkpoint = _albert_config_file(tmp_path, **ours), _hf_dir(tmp_path, **hf_changes)
+  with pytest.raises(ValueError) as error:
+    hf.model_config(config_file, checkpoint)
+  message = str(error.value)
+  assert f"--albert_config_file={config_file} and {checkpoint}/config.json" in message
+  assert f"disagree on `{field}`" in message and "drop --albert_config_file" in message
+
+
+@pytest.mark.slow
+def test_export_saved_model_refuses_an_exact_gelu_hf_checkpoint_with_a_config_file(tmp_path):
+  from helpers import run_binary  # pylint: disable=import-outside-toplevel
+  checkpoint = _hf_dir(tmp_path, hidden_act="gelu")
+  result = run_binary("export_saved_model", [
+      f"--albert_config_file={_albert_config_file(tmp_path)}", f"--init_checkpoint={checkpoint}",
+      f"--export_dir={tmp_path / 'export'}"], check=False)
+  assert result.returncode != 0
+  assert f"{checkpoint}/config.json" in result.stderr and "`hidden_act`" in result.stderr
+  assert not (tmp_path / "export").exists()
+
+
+# ---- safetensors ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("keep", [0, 7, 100, -50])
+def test_a_truncated_safetensors_file_is_named(tmp_path, keep):
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.models import AlbertModel  # pylint: disable=import-outside-toplevel
+  checkpoint = _hf_dir(tmp_path)
+  weights = os.path.join(checkpoint, "model.safetensors")
+  data = open(weights, "rb").read()
+  open(weights, "wb").write(data[:keep])
+  model = AlbertModel(albert_tf.AlbertConfig.from_hf_config(checkpoint))
+  with pytest.raises(ValueError, match=f"weights file {weights} .*truncated or corrupt"):
+    albert_tf.load_checkpoint(model, checkpoint)
