@@ -175,3 +175,47 @@ def test_a_truncated_safetensors_file_is_named(tmp_path, keep):
   model = AlbertModel(albert_tf.AlbertConfig.from_hf_config(checkpoint))
   with pytest.raises(ValueError, match=f"weights file {weights} .*truncated or corrupt"):
     albert_tf.load_checkpoint(model, checkpoint)
+
+
+# ---- SavedModel heads ----------------------------------------------------------------------------
+@pytest.mark.parametrize("folder, left_out", [
+    ("pretraining", []), ("encoder", ["mlm", "sop_log_probs"]),
+    ("classifier", ["mlm", "sop_log_probs"]), ("qa", ["mlm", "sop_log_probs"])])
+def test_heads_missing_names_the_signatures_without_checkpoint_weights(folder, left_out):
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.saved_model import heads_missing  # pylint: disable=import-outside-toplevel
+  model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_hf_config(
+      os.path.join(HF, "pretraining")))
+  missing = heads_missing(albert_tf.load_checkpoint(model, os.path.join(HF, folder)))
+  assert sorted(missing) == left_out
+  assert all(n.startswith("cls/predictions/") for n in missing.get("mlm", []))
+  assert "cls/seq_relationship/output_weights" in missing.get("sop_log_probs",
+                                                              ["cls/seq_relationship/output_weights"])
+
+
+def test_a_partial_head_is_missing_too():
+  from albert_tf.checkpoints import LoadReport  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.saved_model import heads_missing  # pylint: disable=import-outside-toplevel
+  report = LoadReport("ckpt", ["cls/predictions/transform/dense/kernel"],
+                      ["cls/predictions/output_bias"], [])
+  assert heads_missing(report) == {"mlm": ["cls/predictions/output_bias"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("allow", [False])
+def test_export_saved_model_leaves_out_signatures_of_heads_the_checkpoint_lacks(tmp_path, allow):
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from helpers import run_binary  # pylint: disable=import-outside-toplevel
+  checkpoint = os.path.join(HF, "encoder")
+  result = run_binary("export_saved_model", [
+      f"--init_checkpoint={checkpoint}", f"--export_dir={tmp_path / 'export'}",
+      "--max_seq_length=12"] + (["--allow_random_heads"] if allow else []))
+  signatures = set(tf.saved_model.load(str(tmp_path / "export" / "1")).signatures)
+  heads = {"mlm", "sop_log_probs"}
+  assert {"serving_default", "serving_text_pair", "tokens", "tokenization_info"} <= signatures
+  if allow:
+    assert heads <= signatures and "serves random weights" in result.stdout
+  else:
+    assert not heads & signatures
+    for name in heads:
+      assert f"left out the {name} signature: {checkpoint} lacks its head" in result.stdout
