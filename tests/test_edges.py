@@ -219,3 +219,54 @@ def test_export_saved_model_leaves_out_signatures_of_heads_the_checkpoint_lacks(
     assert not heads & signatures
     for name in heads:
       assert f"left out the {name} signature: {checkpoint} lacks its head" in result.stdout
+
+
+# ---- Beam's stale temporaries --------------------------------------------------------------------
+def _dead_pid():
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  process = subprocess.Popen([sys.executable, "-c", "pass"])
+  process.wait()
+  return process.pid
+
+
+def test_beam_launch_removes_temporaries_of_dead_local_writers(tmp_path):
+  pytest.importorskip("apache_beam")
+  from albert_tf.data import beam_generation  # pylint: disable=import-outside-toplevel
+  out = tmp_path / "out"
+  out.mkdir()
+  dead, alive = _dead_pid(), os.getppid()
+  stale = [out / f".a.txt.tfrecord.tmp-{dead}", out / f".b.txt.tfrecord.tmp-{os.getpid()}"]
+  kept = [out / f".a.txt.tfrecord.tmp-{alive}", out / f".other.tfrecord.tmp-{dead}",
+          out / ".a.txt.tfrecord.tmp-notapid", out / "a.txt.tfrecord"]
+  for path in stale + kept:
+    path.write_bytes(b"")
+  logged = []
+  removed = beam_generation.remove_stale_temps(
+      [str(out / "a.txt.tfrecord"), str(out / "b.txt.tfrecord"), str(tmp_path / "none" / "c")],
+      log=logged.append)
+  assert sorted(removed) == sorted(str(p) for p in stale)
+  assert sorted(os.listdir(out)) == sorted(p.name for p in kept)
+  assert any(f"removed {stale[0]}, the temporary of a killed run: its writer (pid {dead}) runs "
+             "no more" in line for line in logged)
+  assert any(f"kept {kept[0]}: it may be a running job's" in line for line in logged)
+
+
+def test_beam_launch_removes_old_remote_temporaries_by_age(tmp_path, monkeypatch):
+  pytest.importorskip("apache_beam")
+  from albert_tf.data import beam_generation  # pylint: disable=import-outside-toplevel
+  # Local files standing in for an object store's: the pid rule does not apply there.
+  monkeypatch.setattr(beam_generation, "_writer_pids_visible", lambda path: False)
+  old, young = tmp_path / ".a.tfrecord.tmp-1", tmp_path / ".a.tfrecord.tmp-2"
+  for path in (old, young):
+    path.write_bytes(b"")
+  hours_ago = beam_generation.STALE_TEMP_HOURS + 1
+  os.utime(old, (os.path.getmtime(old) - hours_ago * 3600,) * 2)
+  logged = []
+  assert beam_generation.remove_stale_temps([str(tmp_path / "a.tfrecord")],
+                                            log=logged.append) == [str(old)]
+  assert os.listdir(tmp_path) == [young.name]
+  assert any("last written" in line and f"over {beam_generation.STALE_TEMP_HOURS:g}" in line
+             for line in logged)
+  assert beam_generation.remove_stale_temps([str(tmp_path / "a.tfrecord")], max_age_hours=0,
+                                            log=logged.append) == [str(young)]
