@@ -201,24 +201,14 @@ def test_a_partial_head_is_missing_too():
   assert heads_missing(report) == {"mlm": ["cls/predictions/output_bias"]}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("allow", [False])
-def test_export_saved_model_leaves_out_signatures_of_heads_the_checkpoint_lacks(tmp_path, allow):
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from helpers import run_binary  # pylint: disable=import-outside-toplevel
-  checkpoint = os.path.join(HF, "encoder")
-  result = run_binary("export_saved_model", [
-      f"--init_checkpoint={checkpoint}", f"--export_dir={tmp_path / 'export'}",
-      "--max_seq_length=12"] + (["--allow_random_heads"] if allow else []))
-  signatures = set(tf.saved_model.load(str(tmp_path / "export" / "1")).signatures)
-  heads = {"mlm", "sop_log_probs"}
-  assert {"serving_default", "serving_text_pair", "tokens", "tokenization_info"} <= signatures
-  if allow:
-    assert heads <= signatures and "serves random weights" in result.stdout
-  else:
-    assert not heads & signatures
-    for name in heads:
-      assert f"left out the {name} signature: {checkpoint} lacks its head" in result.stdout
+def test_serving_module_holds_only_the_head_signatures_asked_for():
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.saved_model import ServingModule  # pylint: disable=import-outside-toplevel
+  model = albert_tf.AlbertPretrainer(_hf_config())
+  spm = os.path.join(HF, "encoder", "spiece.model")
+  assert {"mlm", "sop_log_probs"} <= set(ServingModule(model, spm).signatures())
+  signatures = set(ServingModule(model, spm, head_signatures=["sop_log_probs"]).signatures())
+  assert "mlm" not in signatures and {"sop_log_probs", "tokens", "serving_default"} <= signatures
 
 
 # ---- Beam's stale temporaries --------------------------------------------------------------------
@@ -270,3 +260,138 @@ def test_beam_launch_removes_old_remote_temporaries_by_age(tmp_path, monkeypatch
              for line in logged)
   assert beam_generation.remove_stale_temps([str(tmp_path / "a.tfrecord")], max_age_hours=0,
                                             log=logged.append) == [str(young)]
+
+
+# ---- --format=hf writes the checkpoint's head, or refuses ------------------------------------------
+def _hf_config():
+  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  return AlbertConfig.from_hf_config(os.path.join(HF, "encoder"))
+
+
+def _saved(model, directory, layout):
+  """`model` saved in the released layout (model.ckpt-best) or ours, under `directory`."""
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  os.makedirs(directory, exist_ok=True)
+  if layout == "released":
+    return albert_tf.save_original_checkpoint(model, os.path.join(directory, "model.ckpt-best"))
+  return tf.train.Checkpoint(**albert_tf.checkpoints.model_parts(model)).write(
+      os.path.join(directory, "ckpt-1"))
+
+
+def _written(out):
+  import safetensors.numpy  # pylint: disable=import-outside-toplevel
+  config = json.loads(open(os.path.join(out, "config.json")).read())
+  keys = safetensors.numpy.load_file(os.path.join(out, "model.safetensors"))
+  return config, {k: v.shape for k, v in keys.items() if not k.startswith("albert.")}
+
+
+@pytest.mark.parametrize("layout", ["released", "ours"])
+def test_squad_v2_checkpoints_are_refused_saying_what_to_do(tmp_path, layout):
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
+  checkpoint = _saved(albert_tf.AlbertSquadV2(_hf_config()), str(tmp_path / "run"), layout)
+  with pytest.raises(ValueError, match=f"{checkpoint} holds a SQuAD 2.0 head .*no class for: "
+                                       "export its encoder alone with --head=none"):
+    export_hf_layout(_hf_config(), checkpoint, str(tmp_path / "hf"))
+  assert not (tmp_path / "hf").exists()
+  out = export_hf_layout(_hf_config(), checkpoint, str(tmp_path / "hf"), head="none")
+  config, keys = _written(out)
+  assert config["architectures"] == ["AlbertModel"] and "pooler.weight" in keys
+
+
+@pytest.mark.parametrize("layout", ["released", "ours"])
+@pytest.mark.parametrize("evidence, head", [
+    ("race_train.tf_record", "auto"), ("predict_results.txt", "auto"), (None, "multiple_choice")])
+def test_race_checkpoints_become_albert_for_multiple_choice(tmp_path, layout, evidence, head):
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
+  config = _hf_config().replace(num_labels=3)  # a config's labels are not choices
+  checkpoint = _saved(albert_tf.AlbertMultipleChoice(config), str(tmp_path / "run"), layout)
+  if evidence:
+    (tmp_path / "run" / evidence).write_text("")
+  out = export_hf_layout(config, checkpoint, str(tmp_path / "hf"), head=head)
+  written, keys = _written(out)
+  assert written["architectures"] == ["AlbertForMultipleChoice"]
+  assert "id2label" not in written and "label2id" not in written
+  assert keys == {"classifier.weight": (1, 32), "classifier.bias": (1,)}
+  again = albert_tf.AlbertMultipleChoice(albert_tf.AlbertConfig.from_hf_config(out))
+  assert not albert_tf.load_checkpoint(again, out).missing
+
+
+@pytest.mark.parametrize("evidence, head", [
+    ({"eval_results.txt": "pearson = 0.5\n"}, "auto"), ({"submit_results.tsv": ""}, "auto"),
+    ({}, "classifier")])
+def test_a_one_label_classifier_stays_a_sequence_classifier(tmp_path, evidence, head):
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
+  checkpoint = _saved(albert_tf.AlbertClassifier(_hf_config(), num_labels=1),
+                      str(tmp_path / "run"), "released")
+  for name, text in evidence.items():
+    (tmp_path / "run" / name).write_text(text)
+  written, keys = _written(export_hf_layout(_hf_config(), checkpoint, str(tmp_path / "hf"),
+                                            head=head))
+  assert written["architectures"] == ["AlbertForSequenceClassification"]
+  assert written["id2label"] == {"0": "LABEL_0"} and keys["classifier.weight"] == (1, 32)
+
+
+def test_a_one_logit_head_without_evidence_asks_which(tmp_path):
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
+  checkpoint = _saved(albert_tf.AlbertMultipleChoice(_hf_config()), str(tmp_path / "run"),
+                      "released")
+  with pytest.raises(ValueError, match=f"{checkpoint} has output_weights \\[1, H\\].*give "
+                                       "--head=multiple_choice .* or --head=classifier"):
+    export_hf_layout(_hf_config(), checkpoint, str(tmp_path / "hf"))
+  assert not (tmp_path / "hf").exists()
+
+
+@pytest.mark.parametrize("folder, head, architecture", [
+    ("classifier", "auto", "AlbertForSequenceClassification"),
+    ("qa", "auto", "AlbertForQuestionAnswering"), ("pretraining", "auto", "AlbertForPreTraining"),
+    ("encoder", "auto", "AlbertModel"), ("pretraining", "none", "AlbertModel")])
+def test_hf_checkpoints_keep_their_head(tmp_path, folder, head, architecture):
+  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
+  out = export_hf_layout(AlbertConfig.from_hf_config(os.path.join(HF, folder)),
+                         os.path.join(HF, folder), str(tmp_path / "hf"), head=head)
+  assert _written(out)[0]["architectures"] == [architecture]
+
+
+@pytest.mark.parametrize("folder, head", [("encoder", "pretraining"), ("pretraining", "classifier"),
+                                          ("classifier", "squad_v1"), ("qa", "none")])
+def test_a_head_the_checkpoint_lacks_is_refused(tmp_path, folder, head):
+  from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
+  checkpoint = os.path.join(HF, folder)
+  with pytest.raises(ValueError, match=f"{checkpoint} has no"):
+    export_hf_layout(_hf_config(), checkpoint, str(tmp_path / "hf"), head=head)
+  assert not (tmp_path / "hf").exists()
+
+
+def test_an_unknown_head_is_refused(tmp_path):
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
+  from helpers import read_tf1_checkpoint, write_tf1_checkpoint  # pylint: disable=import-outside-toplevel
+  prefix = albert_tf.save_original_checkpoint(albert_tf.AlbertPretrainer(_hf_config()),
+                                              str(tmp_path / "a" / "model.ckpt-1"))
+  tensors = read_tf1_checkpoint(prefix)
+  tensors["token_tagging/output_weights"] = np.zeros([9, 32], np.float32)
+  other = write_tf1_checkpoint(str(tmp_path / "b" / "model.ckpt-1"), tensors)
+  with pytest.raises(ValueError, match="head no transformers class is known for "
+                                       r"\(token_tagging/output_weights\).*--head=none"):
+    export_hf_layout(_hf_config(), other, str(tmp_path / "hf"))
+
+
+@pytest.mark.slow
+def test_export_checkpoints_refuses_a_squad_v2_checkpoint(tmp_path):
+  import albert_tf  # pylint: disable=import-outside-toplevel
+  from helpers import run_binary  # pylint: disable=import-outside-toplevel
+  checkpoint = _saved(albert_tf.AlbertSquadV2(_hf_config()), str(tmp_path / "run"), "released")
+  config_file = str(tmp_path / "albert_config.json")
+  _hf_config().to_json_file(config_file)
+  flags = [f"--albert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
+           "--format=hf", f"--export_path={tmp_path / 'hf'}"]
+  result = run_binary("export_checkpoints", flags, check=False)
+  assert result.returncode != 0 and "--head=none" in result.stderr
+  assert "holds a SQuAD 2.0 head" in result.stderr and not (tmp_path / "hf").exists()

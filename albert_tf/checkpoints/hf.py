@@ -339,6 +339,11 @@ def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optio
   if kind == "AlbertForMultipleChoice":
     num_labels = None  # one score per choice, whatever the config's num_labels
   config = model.config.to_hf_config(architecture=kind, num_labels=num_labels)
+  if kind == "AlbertForMultipleChoice":
+    # As transformers writes it: no labels (a config's num_labels, e.g. an HF classifier's the
+    # model started from, would read as classes).
+    config.pop("id2label", None)
+    config.pop("label2id", None)
   write_safetensors(tensors, os.path.join(directory, WEIGHTS_NAME))
   if spm_model_file:
     io.copy(spm_model_file, os.path.join(directory, SPM_NAME))
