@@ -426,12 +426,7 @@ def check_configs_agree(config, config_file, hf_config_file):
   from albert_tf import config as configs
   fields, activations, eps = configs._DEFAULTS, configs._HF_ACTIVATIONS, configs._LAYER_NORM_EPS
   # pylint: enable=import-outside-toplevel,protected-access
-  try:
-    values = json.loads(io.read_text(hf_config_file))
-  except json.JSONDecodeError as e:
-    raise ValueError(f"Hugging Face config file {hf_config_file} is not valid JSON: {e}") from e
-  if not isinstance(values, dict):
-    raise ValueError(f"Hugging Face config file {hf_config_file} must hold a JSON object")
+  values = configs.read_hf_config_json(hf_config_file)
 
   def disagree(field, ours, theirs, why=""):
     return ValueError(
