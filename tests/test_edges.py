@@ -189,8 +189,8 @@ def test_heads_missing_names_the_signatures_without_checkpoint_weights(folder, l
   missing = heads_missing(albert_tf.load_checkpoint(model, os.path.join(HF, folder)))
   assert sorted(missing) == left_out
   assert all(n.startswith("cls/predictions/") for n in missing.get("mlm", []))
-  assert "cls/seq_relationship/output_weights" in missing.get("sop_log_probs",
-                                                              ["cls/seq_relationship/output_weights"])
+  sop = missing.get("sop_log_probs", ["cls/seq_relationship/output_weights"])
+  assert "cls/seq_relationship/output_weights" in sop
 
 
 def test_a_partial_head_is_missing_too():
@@ -206,8 +206,9 @@ def test_serving_module_holds_only_the_head_signatures_asked_for():
   from albert_tf.export.saved_model import ServingModule  # pylint: disable=import-outside-toplevel
   model = albert_tf.AlbertPretrainer(_hf_config())
   spm = os.path.join(HF, "encoder", "spiece.model")
-  assert {"mlm", "sop_log_probs"} <= set(ServingModule(model, spm).signatures())
-  signatures = set(ServingModule(model, spm, head_signatures=["sop_log_probs"]).signatures())
+  assert {"mlm", "sop_log_probs"} <= set(ServingModule(model, spm, max_seq_length=16).signatures())
+  signatures = set(ServingModule(model, spm, max_seq_length=16,
+                                 head_signatures=["sop_log_probs"]).signatures())
   assert "mlm" not in signatures and {"sop_log_probs", "tokens", "serving_default"} <= signatures
 
 
@@ -262,7 +263,7 @@ def test_beam_launch_removes_old_remote_temporaries_by_age(tmp_path, monkeypatch
                                             log=logged.append) == [str(young)]
 
 
-# ---- --format=hf writes the checkpoint's head, or refuses ------------------------------------------
+# ---- --format=hf writes the checkpoint's head, or refuses -------------------------------------
 def _hf_config():
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   return AlbertConfig.from_hf_config(os.path.join(HF, "encoder"))
@@ -372,7 +373,8 @@ def test_an_unknown_head_is_refused(tmp_path):
   import albert_tf  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
   from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
-  from helpers import read_tf1_checkpoint, write_tf1_checkpoint  # pylint: disable=import-outside-toplevel
+  from helpers import (read_tf1_checkpoint,  # pylint: disable=import-outside-toplevel
+                       write_tf1_checkpoint)
   prefix = albert_tf.save_original_checkpoint(albert_tf.AlbertPretrainer(_hf_config()),
                                               str(tmp_path / "a" / "model.ckpt-1"))
   tensors = read_tf1_checkpoint(prefix)
