@@ -232,14 +232,7 @@ class AlbertConfig:
     """
     if io.isdir(path):
       path = os.path.join(path, "config.json")
-    if not io.exists(path):
-      raise FileNotFoundError(f"Hugging Face config file not found: {path}")
-    try:
-      values = json.loads(io.read_text(path))
-    except json.JSONDecodeError as e:
-      raise ValueError(f"Hugging Face config file {path} is not valid JSON: {e}") from e
-    if not isinstance(values, dict):
-      raise ValueError(f"Hugging Face config file {path} must hold a JSON object")
+    values = read_hf_config_json(path)
     if values.get("model_type", "albert") != "albert":
       raise ValueError(f"{path}: model_type is {values['model_type']!r}, not 'albert'")
     fields = {k: values[k] for k in _DEFAULTS if k in values and k != "hidden_act"}
@@ -371,3 +364,16 @@ def _is_number(value):
   # JSON `true` arrives as a bool, which Python would otherwise take for the number 1.
   return (isinstance(value, (int, float)) and not isinstance(value, bool)
           and math.isfinite(value))
+
+
+def read_hf_config_json(path):
+  """The dict of an HF config.json file (clear errors naming it)."""
+  if not io.exists(path):
+    raise FileNotFoundError(f"Hugging Face config file not found: {path}")
+  try:
+    values = json.loads(io.read_text(path))
+  except json.JSONDecodeError as e:
+    raise ValueError(f"Hugging Face config file {path} is not valid JSON: {e}") from e
+  if not isinstance(values, dict):
+    raise ValueError(f"Hugging Face config file {path} must hold a JSON object")
+  return values

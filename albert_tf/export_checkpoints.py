@@ -8,8 +8,10 @@ SentencePiece model. The original's --albert_directory / --checkpoint_name form 
 
 With --format=hf it writes Hugging Face transformers' layout instead (config.json,
 model.safetensors, spiece.model, tokenizer_config.json), which transformers' from_pretrained
-loads as it is: AlbertForPreTraining for a pretraining checkpoint, AlbertForSequenceClassification
-or AlbertForQuestionAnswering for a fine-tuned classifier or SQuAD v1 checkpoint.
+loads as it is: AlbertForPreTraining for a pretraining checkpoint, AlbertForSequenceClassification,
+AlbertForMultipleChoice or AlbertForQuestionAnswering for a fine-tuned classifier, RACE or SQuAD
+v1 checkpoint (--head to choose; a SQuAD 2.0 head, which transformers has no class for, is
+refused: export its encoder with --head=none, or keep the released layout).
 """
 
 import os
@@ -34,12 +36,18 @@ flags.DEFINE_string("export_path", None, "The directory to write.")
 flags.DEFINE_enum("format", "released", ["released", "hf"],
                   "released: the released ALBERT layout (albert_config.json, model.ckpt-best); "
                   "hf: Hugging Face transformers' (config.json, model.safetensors).")
+flags.DEFINE_enum("head", "auto", ["auto", "none", "pretraining", "classifier", "multiple_choice",
+                                   "squad_v1", "squad_v2"],
+                  "With --format=hf, the head to write: auto (the checkpoint's), none (the "
+                  "encoder alone, AlbertModel), pretraining, classifier, multiple_choice (RACE), "
+                  "squad_v1. A head transformers has no class for (squad_v2) or that the "
+                  "checkpoint lacks is refused.")
 
 
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
-  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
   from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
   from albert_tf.export.released import export_released_layout  # pylint: disable=import-outside-toplevel
   if FLAGS.albert_directory:
@@ -50,13 +58,15 @@ def main(argv):
       raise app.UsageError("give --albert_directory, or --albert_config_file and "
                            "--init_checkpoint")
     config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
+  # The config file, checked against the checkpoint's config.json when it is an HF directory.
+  config = hf.model_config(config_file, checkpoint)[0]
   if FLAGS.format == "hf":
-    path = export_hf_layout(AlbertConfig.from_json_file(config_file), checkpoint,
+    path = export_hf_layout(config, checkpoint,
                             FLAGS.export_path, FLAGS.spm_model_file, FLAGS.do_lower_case,
-                            config_file=config_file)
+                            config_file=config_file, head=FLAGS.head)
     print(f"exported {path}")
     return
-  prefix = export_released_layout(AlbertConfig.from_json_file(config_file), checkpoint,
+  prefix = export_released_layout(config, checkpoint,
                                   FLAGS.export_path, FLAGS.spm_model_file,
                                   config_file=config_file)
   print(f"exported {prefix}")

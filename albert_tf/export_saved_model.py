@@ -34,6 +34,10 @@ flags.DEFINE_bool("do_lower_case", True, "Whether the text is lower-cased before
 flags.DEFINE_integer("max_seq_length", 128, "Length the text signatures pad and truncate to.")
 flags.DEFINE_string("export_dir", None, "TF Serving's model base path.")
 flags.DEFINE_integer("version", 1, "Version folder to write under export_dir.")
+flags.DEFINE_bool("allow_random_heads", False,
+                  "Export the mlm and sop_log_probs signatures even when the checkpoint lacks "
+                  "their heads (they then serve freshly initialised weights). By default they "
+                  "are left out, saying why.")
 common_flags.define_serving_precision_flag()
 
 
@@ -42,7 +46,7 @@ def main(argv):
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import hf, load_checkpoint
-  from albert_tf.export.saved_model import ServingModule, export_saved_model
+  from albert_tf.export.saved_model import ServingModule, export_saved_model, heads_missing
   from albert_tf.models import AlbertPretrainer
   from albert_tf.training.precision import policy_scope, serving_policy
   # pylint: enable=import-outside-toplevel
@@ -60,7 +64,20 @@ def main(argv):
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
   module = ServingModule(model, spm_model_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
                          config_file=config_file, vocab_file=FLAGS.vocab_file)
-  print(f"loaded {FLAGS.init_checkpoint}: {load_checkpoint(model, FLAGS.init_checkpoint)}")
+  report = load_checkpoint(model, FLAGS.init_checkpoint)
+  print(f"loaded {FLAGS.init_checkpoint}: {report}")
+  for signature, names in heads_missing(report).items():
+    if FLAGS.allow_random_heads:
+      print(f"WARNING: the {signature} signature serves random weights (--allow_random_heads): "
+            f"{FLAGS.init_checkpoint} lacks {', '.join(names)}")
+    else:
+      module.head_signatures = tuple(s for s in module.head_signatures if s != signature)
+      print(f"left out the {signature} signature: {FLAGS.init_checkpoint} lacks its head "
+            f"({', '.join(names)}), and random weights would mislead; --allow_random_heads "
+            "exports it anyway")
+  if any(name.startswith("bert/pooler/") for name in report.missing):
+    print(f"WARNING: {FLAGS.init_checkpoint} has no pooler (as HF's AlbertForQuestionAnswering): "
+          "pooled_output is computed by freshly initialised weights")
   print(f"exported {export_saved_model(module, FLAGS.export_dir, FLAGS.version)}")
 
 

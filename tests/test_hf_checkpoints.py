@@ -283,8 +283,12 @@ def test_run_classifier_exports_an_hf_classifier_for_serving(tmp_path, reference
 @pytest.mark.slow
 def test_export_saved_model_serves_an_hf_encoder(tmp_path, reference):
   export = tmp_path / "export"
-  run_binary("export_saved_model", [f"--init_checkpoint={os.path.join(HF, 'encoder')}",
-                                    f"--export_dir={export}", "--max_seq_length=12"])
+  result = run_binary("export_saved_model", [f"--init_checkpoint={os.path.join(HF, 'encoder')}",
+                                             f"--export_dir={export}", "--max_seq_length=12"])
+  # No MLM / SOP heads in the checkpoint: their signatures are left out, saying why.
+  assert not {"mlm", "sop_log_probs"} & set(load_served_model(str(export)).signatures)
+  for name in ("mlm", "sop_log_probs"):
+    assert f"left out the {name} signature: {os.path.join(HF, 'encoder')} lacks" in result.stdout
   out = run_signature(load_served_model(str(export)), "tokens", {
       "input_ids": reference["input_ids"].astype(np.int32),
       "input_mask": reference["attention_mask"].astype(np.int32),

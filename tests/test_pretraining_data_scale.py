@@ -61,6 +61,11 @@ def test_beam_direct_runner_writes_what_num_workers_writes(tmp_path):
   _split_corpus(tmp_path / "corpus")
   inputs = f"--input_file={tmp_path / 'corpus' / '*.txt'}"
   _run([inputs, f"--output_file={tmp_path / 'workers'}/", "--num_workers=2"] + FLAGS)
+  # A killed run's temporary (its writer gone): the next run removes it.
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  (tmp_path / "beam").mkdir()
+  (tmp_path / "beam" / f".first.txt.tfrecord.tmp-{dead.pid}").write_bytes(b"")
   log = _run([inputs, f"--output_file={tmp_path / 'beam'}/", "--beam_pipeline_options="
               "--runner=DirectRunner,--direct_num_workers=2,"
               "--direct_running_mode=multi_processing"] + FLAGS)

@@ -86,6 +86,11 @@ BAD_TOKENS = [
      "input_ids must be in [0, 1000) (vocab_size), got values from -1 to 3"),
     ("segment 2", {"segment_ids": [[0, 1, 2]]},
      "segment_ids must be in [0, 2) (type_vocab_size), got values from 0 to 2"),
+    # These served before, wrongly: a mask of 2 weighs a position twice.
+    ("mask 2", {"input_mask": [[1, 2, 1]]},
+     "input_mask must be 0 or 1 (1 for a real token, 0 for padding), got values from 1 to 2"),
+    ("mask -1", {"input_mask": [[1, 1, -1]]},
+     "input_mask must be 0 or 1 (1 for a real token, 0 for padding), got values from -1 to 1"),
 ]
 
 
@@ -134,6 +139,40 @@ def test_pretraining_text_pair(pretraining, inputs, expected):
   with pytest.raises(tf.errors.InvalidArgumentError, match=expected.replace("[", r"\[")):
     pretraining[1].signatures["serving_text_pair"](
         **{k: tf.constant(v) for k, v in inputs.items()})
+
+
+# Invalid UTF-8 served before, its bytes dropped one by one: b"\xff\xfe" gave [CLS] [SEP].
+BAD_TEXT = [b"caf\xe9 \xff\xfe bad", b"\xff\xfe", b"a\xe2\x82", b"\xed\xa0\x80", b"\xc0\xaf"]
+GOOD_TEXT = ["caf\u00e9 ok", "", "\ufeffx \x00 \uffff \ufffd \U0001F600", "The cat sat."]
+
+
+def _utf8_error(signature, names, bad_name, index, bad):
+  """The error of a request whose `bad_name`[index] is `bad` (the other texts good)."""
+  texts = {name: [t.encode() for t in GOOD_TEXT] for name in names}
+  texts[bad_name][index] = bad
+  with pytest.raises(tf.errors.InvalidArgumentError) as info:
+    signature(**{name: tf.constant(v) for name, v in texts.items()})
+  return info.value.message
+
+
+@pytest.mark.parametrize("bad", BAD_TEXT)
+def test_raw_text_refuses_invalid_utf8_naming_the_request(pretraining, classifier, bad):
+  served = pretraining[1]
+  for index in (0, 3):
+    message = _utf8_error(served.signatures["serving_default"], ["text"], "text", index, bad)
+    assert f"text[{index}] is not valid UTF-8 text" in message
+    message = _utf8_error(served.signatures["serving_text_pair"], ["text", "text_b"], "text_b",
+                          index, bad)
+    assert f"text_b[{index}] is not valid UTF-8 text" in message
+  message = _utf8_error(classifier[1].signatures["serving_default"], ["text", "text_b"],
+                        "text", 2, bad)
+  assert "text[2] is not valid UTF-8 text" in message
+  with pytest.raises(tf.errors.InvalidArgumentError, match=r"text\[0\] is not valid UTF-8"):
+    served.signatures["serving_default"](text=tf.constant(bad))  # one text, as REST sends it
+  # Valid UTF-8 (a BOM, NUL, noncharacters, U+FFFD itself) still serves.
+  out = served.signatures["serving_default"](text=tf.constant(GOOD_TEXT))
+  packed = InGraphTokenizer(SPM).pack(tf.constant(GOOD_TEXT), max_seq_length=MAX_SEQ_LENGTH)
+  np.testing.assert_array_equal(out["input_ids"], packed["input_ids"])
 
 
 def test_pretraining_good_inputs_unchanged(pretraining):
@@ -204,6 +243,10 @@ def test_squad(squad):
                      match="question and context must have the same batch size, got 2 and 1"):
     served.signatures["serving_default"](question=tf.constant(["who?", "what?"]),
                                          context=tf.constant(["The cat sat."]))
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r"question\[1\] is not valid UTF-8 text"):
+    served.signatures["serving_default"](question=tf.constant([b"who?", b"\xff\xfe"]),
+                                         context=tf.constant(["The cat sat.", "x"]))
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match=r"context must be \[batch\] string, got shape \[1, 1\]"):
     served.signatures["serving_default"](question=tf.constant(["who?"]),

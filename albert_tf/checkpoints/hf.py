@@ -134,6 +134,7 @@ def read_safetensors(path):
 
   Raises:
     FileNotFoundError: when `path` holds no safetensors weights.
+    ValueError: a file that is not valid safetensors (truncated or corrupt), naming it.
   """
   path = os.fspath(path)
   if path.endswith(".safetensors"):
@@ -151,7 +152,12 @@ def read_safetensors(path):
     if not io.exists(f):
       raise FileNotFoundError(f"Hugging Face weights file not found: {f}")
     with io.open_binary(f) as stream:
-      tensors.update(safetensors.numpy.load(stream.read()))
+      data = stream.read()
+    try:
+      tensors.update(safetensors.numpy.load(data))
+    except safetensors.SafetensorError as e:
+      raise ValueError(f"Hugging Face weights file {f} ({len(data)} bytes) cannot be read: {e}. "
+                       "It looks truncated or corrupt: copy or download it again") from None
   return tensors
 
 
@@ -333,6 +339,11 @@ def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optio
   if kind == "AlbertForMultipleChoice":
     num_labels = None  # one score per choice, whatever the config's num_labels
   config = model.config.to_hf_config(architecture=kind, num_labels=num_labels)
+  if kind == "AlbertForMultipleChoice":
+    # As transformers writes it: no labels (a config's num_labels, e.g. an HF classifier's the
+    # model started from, would read as classes).
+    config.pop("id2label", None)
+    config.pop("label2id", None)
   write_safetensors(tensors, os.path.join(directory, WEIGHTS_NAME))
   if spm_model_file:
     io.copy(spm_model_file, os.path.join(directory, SPM_NAME))
@@ -386,13 +397,55 @@ def model_config(albert_config_file, init_checkpoint):
     (AlbertConfig, the file it was read from).
 
   Raises:
-    ValueError: when neither gives a config (saying which flag to set).
+    ValueError: when neither gives a config (saying which flag to set); when both are there and
+      disagree on a field they share (see check_configs_agree).
   """
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
-  if albert_config_file:
-    return AlbertConfig.from_json_file(albert_config_file), albert_config_file
   hf_config = companion_file(init_checkpoint, CONFIG_NAME)
+  if albert_config_file:
+    config = AlbertConfig.from_json_file(albert_config_file)
+    if hf_config:
+      check_configs_agree(config, albert_config_file, hf_config)
+    return config, albert_config_file
   if hf_config:
     return AlbertConfig.from_hf_config(hf_config), hf_config
   raise ValueError("no model config: give --albert_config_file, or an --init_checkpoint that is "
                    "a Hugging Face directory with config.json")
+
+
+def check_configs_agree(config, config_file, hf_config_file):
+  """Raises unless the AlbertConfig `config` (read from `config_file`, --albert_config_file) and
+  the HF config.json `hf_config_file` of the checkpoint describe the same model: every field
+  they share (sizes, vocab_size, hidden_act, dropouts, initializer_range, ...) equal, HF's
+  activation and layer_norm_eps one the original has (the checkpoint was trained with them).
+
+  Raises:
+    ValueError: naming both files, the field and both values.
+  """
+  # pylint: disable=import-outside-toplevel,protected-access
+  from albert_tf import config as configs
+  fields, activations, eps = configs._DEFAULTS, configs._HF_ACTIVATIONS, configs._LAYER_NORM_EPS
+  # pylint: enable=import-outside-toplevel,protected-access
+  values = configs.read_hf_config_json(hf_config_file)
+
+  def disagree(field, ours, theirs, why=""):
+    return ValueError(
+        f"--albert_config_file={config_file} and {hf_config_file} (the config.json of "
+        f"--init_checkpoint) disagree on `{field}`: {ours!r} vs {theirs!r}{why}. The checkpoint "
+        f"was trained with its config.json: drop --albert_config_file to use it, or fix "
+        f"{config_file}")
+
+  act = values.get("hidden_act", "gelu_new")
+  if activations.get(act) != str(config.hidden_act).lower():
+    why = (" (HF's 'gelu' is the exact erf GELU, which the original ALBERT has not; our 'gelu' "
+           "is HF's 'gelu_new', the tanh approximation)" if act == "gelu" else "")
+    raise disagree("hidden_act", config.hidden_act, act, why)
+  if values.get("layer_norm_eps", eps) != eps:
+    raise disagree("layer_norm_eps", eps, values["layer_norm_eps"],
+                   " (the original ALBERT's layer norm epsilon, fixed in this model)")
+  for field, expected in (("position_embedding_type", "absolute"), ("model_type", "albert")):
+    if values.get(field, expected) != expected:
+      raise disagree(field, expected, values[field], " (the only one the original ALBERT has)")
+  for field in fields:
+    if field != "hidden_act" and field in values and values[field] != getattr(config, field):
+      raise disagree(field, getattr(config, field), values[field])

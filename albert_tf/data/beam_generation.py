@@ -11,6 +11,12 @@ supports), outputs atomically (a hidden temporary renamed into place), so a retr
 leaves one complete file. Counters (namespace `create_pretraining_data`): files, documents,
 instances, skipped_documents.
 
+Temporaries of killed writers (`.<name>.tmp-<pid>` next to an output) are removed when the next
+run starts, by the launcher (remove_stale_temps), each one logged: a local one when its pid runs
+on this host no more (as the local writers do); a remote one when it was last written more than
+STALE_TEMP_HOURS ago, since the pids of Dataflow's or a cluster's workers mean nothing here (a
+younger one is kept and reported: a running job's is younger).
+
 Imports apache_beam: only the `--beam_pipeline_options` path loads this module.
 """
 
@@ -20,6 +26,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -33,6 +40,8 @@ from albert_tf.data.pretraining_data import (FileAccess, check_one_output_per_in
 
 COUNTER_NAMESPACE = "create_pretraining_data"
 COUNTERS = ("files", "documents", "instances", "skipped_documents")
+# Age (of its last write) past which a remote output's temporary is taken for a dead writer's.
+STALE_TEMP_HOURS = 6.0
 
 
 def _open_binary(path):
@@ -136,6 +145,47 @@ class GenerateFileFn(beam.DoFn):
     yield output_file
 
 
+def _writer_pids_visible(path):
+  """Whether the pids in `path`'s temporaries' names are this host's: for local paths."""
+  return not files.is_remote(path)
+
+
+def remove_stale_temps(output_files, max_age_hours=STALE_TEMP_HOURS, log=logging.warning):
+  """Removes the temporaries (`.<name>.tmp-<pid>`) that killed runs left next to output_files:
+  local ones whose pid runs no more on this host (or is this process's), remote ones last written
+  more than max_age_hours ago. Each removed or kept one is logged. Returns the removed paths."""
+  removed = []
+  for output in output_files:
+    directory, name = files.split(output)
+    pattern = re.compile(rf"\.{re.escape(name)}\.tmp-(\d+)")
+    try:
+      found = FileSystems.match([FileSystems.join(directory, f".{name}.tmp-*")])[0].metadata_list
+    except Exception:  # pylint: disable=broad-except  (no such directory yet)
+      continue
+    for metadata in found:
+      match = pattern.fullmatch(files.split(metadata.path)[1])
+      if not match:
+        continue
+      pid = int(match.group(1))
+      if _writer_pids_visible(output):
+        stale = pid == os.getpid() or not files.process_running(pid)
+        why = f"its writer (pid {pid}) runs no more"
+      else:
+        age = (time.time() - metadata.last_updated_in_seconds) / 3600
+        stale = age > max_age_hours
+        why = f"last written {age:.1f} hours ago (over {max_age_hours:g})"
+      if stale:
+        FileSystems.delete([metadata.path])
+        removed.append(metadata.path)
+        log(f"removed {metadata.path}, the temporary of a killed run: {why}")
+      else:
+        log(f"kept {metadata.path}: it may be a running job's (last written "
+            f"{(time.time() - metadata.last_updated_in_seconds) / 3600:.1f} hours ago, pid "
+            f"{pid}); a run removes it once its writer is gone or it is over "
+            f"{max_age_hours:g} hours old")
+  return removed
+
+
 def parse_pipeline_options(text):
   """`--runner=DirectRunner,--direct_num_workers=2` (TFDS's convention; the leading dashes may be
   left out) -> a list of Beam flags. A comma starts a new option only before `--` or `name=`,
@@ -151,6 +201,7 @@ def parse_pipeline_options(text):
 def run_pipeline(input_files, output_files, settings, pipeline_options):
   """Runs generation as a Beam pipeline and waits for it. Returns the counters as a dict."""
   check_one_output_per_input(input_files, output_files, "--beam_pipeline_options")
+  remove_stale_temps(output_files)
   # The local runners relay every worker's INFO lines; the job's own messages (a Dataflow job's
   # URL) stay.
   for name in ("apache_beam.runners.portability", "apache_beam.runners.worker"):

@@ -1,28 +1,52 @@
 """A directory in Hugging Face transformers' layout (config.json, model.safetensors, spiece.model,
 tokenizer_config.json) from a checkpoint of any layout, for transformers' from_pretrained."""
 
+import json
+import os
 
-from albert_tf.checkpoints import hf, load_checkpoint, original
+from albert_tf import io
+from albert_tf.checkpoints import hf, layout, load_checkpoint, original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
-from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertSpanLabeler
+from albert_tf.models import (AlbertClassifier, AlbertModel, AlbertMultipleChoice,
+                              AlbertPretrainer, AlbertSpanLabeler)
 from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
 
-# A fine-tuned head's output weights [labels, H], by their names in each layout.
-_CLASSIFIER = ("output_weights", "classifier.weight",
-               "classifier/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
-_SPAN = ("cls/squad/output_weights", "qa_outputs.weight",
-         "span_logits/logits/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
+# --head: the head to write (auto: the checkpoint's), and the transformers class of each.
+HEADS = {"auto": None, "none": "AlbertModel", "pretraining": "AlbertForPreTraining",
+         "classifier": "AlbertForSequenceClassification",
+         "multiple_choice": "AlbertForMultipleChoice", "squad_v1": "AlbertForQuestionAnswering",
+         "squad_v2": None}
+# transformers classes -> the head whose weights they hold.
+_HF_HEADS = {"AlbertModel": "none", "AlbertForPreTraining": "pretraining",
+             "AlbertForMaskedLM": "pretraining",
+             "AlbertForSequenceClassification": "classifier",
+             "AlbertForMultipleChoice": "multiple_choice",
+             "AlbertForQuestionAnswering": "squad_v1"}
+# Each head's weights (other than the encoder's), by the first part of their names in each
+# layout: the released one (top-level names), ours (object paths), Hugging Face's (keys).
+_HEAD_NAMES = {
+    "pretraining": ("cls/predictions", "cls/seq_relationship", "masked_lm", "sentence_order",
+                    "predictions", "sop_classifier"),
+    "classifier": ("output_weights", "output_bias", "classifier"),
+    "squad_v1": ("cls/squad", "span_logits", "qa_outputs"),
+    "squad_v2": ("start_logits", "end_logits", "answer_class", "squad_v2_head"),
+}
+_ENCODER_NAMES = ("bert", "encoder", "albert", "embeddings", "pooler")
+_WHAT_TO_DO = ("export its encoder alone with --head=none (AlbertModel), or keep the head with "
+               "--format=released (the original layout)")
 
 
 def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_lower_case=True,
-                     config_file=None):
+                     config_file=None, head="auto"):
   """Loads `checkpoint` (any layout) and writes it as transformers' save_pretrained does.
 
-  The head is the checkpoint's: a classifier (`output_weights`) is written as
-  AlbertForSequenceClassification, a SQuAD v1 span head as AlbertForQuestionAnswering, a
-  checkpoint with the pretraining heads as AlbertForPreTraining, anything else (an encoder
-  alone) as AlbertModel. The directory is assembled under a temporary name next to it and renamed
-  into place, as export.released does.
+  The head is the checkpoint's (head="auto"), or the one asked for: a classifier
+  (`output_weights` [labels, H]) is written as AlbertForSequenceClassification, RACE's
+  multiple-choice head as AlbertForMultipleChoice, a SQuAD v1 span head as
+  AlbertForQuestionAnswering, the pretraining heads as AlbertForPreTraining, an encoder alone
+  (or head="none") as AlbertModel. A head transformers has no class for (SQuAD 2.0's) is refused,
+  as is a head the checkpoint lacks: nothing is written with random weights. The directory is
+  assembled under a temporary name next to it and renamed into place, as export.released does.
 
   Args:
     config: the AlbertConfig the checkpoint was trained with.
@@ -31,40 +55,144 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
     spm_model_file: the SentencePiece model to ship as spiece.model, or None.
     do_lower_case: written to tokenizer_config.json.
     config_file: named when the SentencePiece model does not fit the config's vocab_size.
+    head: one of HEADS (the --head flag).
 
   Returns:
     The export directory.
 
   Raises:
     FileExistsError: when export_dir exists and is not empty.
-    ValueError, KeyError: as load_checkpoint, when the checkpoint does not match the config.
+    ValueError: a head without a transformers class, one the checkpoint lacks, or (auto) one it
+      cannot tell (output_weights [1, H]: RACE's or a one-label classifier's), saying what to do.
+    KeyError: as load_checkpoint, when the checkpoint does not match the config.
   """
+  if head not in HEADS:
+    raise ValueError(f"unknown head {head!r}: one of {', '.join(HEADS)}")
   export_dir = checked_export_dir(export_dir)
   if spm_model_file:
     check_vocab_fits(spm_vocab_size(spm_model_file), config.vocab_size, spm_model_file,
                      config_file)
-  model = _model_for(config, checkpoint)
+  asked = head
+  if head == "auto":
+    head, num_labels = checkpoint_head(checkpoint)
+  else:
+    num_labels = _classifier_labels(_head_shapes(checkpoint)[0]) or 1
+  if head == "squad_v2":
+    raise ValueError(f"{checkpoint} holds a SQuAD 2.0 head (AlbertSquadV2: start_logits/, "
+                     "end_logits/, answer_class/), which transformers has no class for: "
+                     f"{_WHAT_TO_DO}")
+  model = {"none": AlbertPretrainer, "pretraining": AlbertPretrainer,
+           "squad_v1": AlbertSpanLabeler,
+           "classifier": lambda c: AlbertClassifier(c, num_labels=num_labels),
+           "multiple_choice": AlbertMultipleChoice}[head](config)
   report = load_checkpoint(model, checkpoint)
-  if isinstance(model, AlbertPretrainer) and any(n.startswith("cls/") for n in report.missing):
+  head_missing = [n for n in report.missing if not layout.is_encoder_name(n)]
+  if head == "none" or (asked == "auto" and head == "pretraining" and head_missing):
     model = model.encoder  # no pretraining heads to write: random ones would mislead
+    head_missing = []
+  elif head_missing:
+    raise ValueError(f"--head={head}: {checkpoint} has no such head (it lacks "
+                     f"{', '.join(head_missing)}); a random one would mislead: give the head it "
+                     "has, or --head=auto")
+  if any(n.startswith("bert/pooler/") for n in report.missing) and isinstance(model,
+                                                                              AlbertModel):
+    raise ValueError(f"{checkpoint} has no pooler (as transformers' AlbertForQuestionAnswering): "
+                     "an AlbertModel would get a random one; export it with its head "
+                     "(--head=squad_v1)")
   write_directory_atomically(export_dir, lambda directory: hf.save_hf_checkpoint(
       model, directory, spm_model_file, do_lower_case))
   return export_dir
 
 
-def _model_for(config, checkpoint):
-  """The model whose head the checkpoint holds (see export_hf_layout)."""
-  shapes = _shapes(checkpoint)
-  for key in _CLASSIFIER:
+def checkpoint_head(checkpoint):
+  """(head, num_labels) of the head `checkpoint` holds, as export_hf_layout's --head names
+  them: "none", "pretraining", "classifier" (num_labels from output_weights), "multiple_choice",
+  "squad_v1", "squad_v2".
+
+  Raises:
+    ValueError: for weights of a head no transformers class is known for; for output_weights
+      [1, H], which RACE's multiple-choice head and a one-label (regression) classifier share,
+      when neither the checkpoint (an HF config.json's architectures) nor its directory (the
+      run's files) tells which.
+  """
+  shapes, architecture = _head_shapes(checkpoint)
+  if architecture is not None:
+    if architecture not in _HF_HEADS:
+      raise ValueError(f"{checkpoint} is a transformers {architecture}, whose head has no "
+                       f"counterpart here: {_WHAT_TO_DO}")
+    head = _HF_HEADS[architecture]
+    return head, _classifier_labels(shapes) or 1
+  found = {head for head, names in _HEAD_NAMES.items()
+           if any(_under(name, names) for name in shapes)}
+  unknown = sorted(name for name in shapes if not any(
+      _under(name, names) for names in list(_HEAD_NAMES.values()) + [_ENCODER_NAMES]))
+  if len(found) > 1:  # a task's head and the pretraining ones (kept from its start): the task's
+    found.discard("pretraining")
+  if unknown or len(found) > 1:
+    listing = ", ".join(unknown[:5] or sorted(shapes)[:5])
+    raise ValueError(f"{checkpoint} holds weights of a head no transformers class is known for "
+                     f"({listing}): {_WHAT_TO_DO}")
+  head = found.pop() if found else "none"
+  num_labels = _classifier_labels(shapes)
+  if head == "classifier" and num_labels == 1:
+    head = _one_logit_head(checkpoint)
+  return head, num_labels or 1
+
+
+def _under(name, scopes):
+  return any(name == s or name.startswith(s + "/") or name.startswith(s + ".") for s in scopes)
+
+
+def _classifier_labels(shapes):
+  for key in ("output_weights", "classifier/output_weights", "classifier.weight"):
     if key in shapes:
-      return AlbertClassifier(config, num_labels=int(shapes[key][0]))
-  if any(key in shapes for key in _SPAN):
-    return AlbertSpanLabeler(config)
-  return AlbertPretrainer(config)
+      return int(shapes[key][0])
+  return None
 
 
-def _shapes(checkpoint):
+def _head_shapes(checkpoint):
+  """({name: shape} of the checkpoint's model weights, the encoder's included: released names,
+  our object paths, or HF keys), and the transformers class its config.json names (HF; else
+  None)."""
   if hf.is_hf_checkpoint(checkpoint):
-    return {k: v.shape for k, v in hf.read_safetensors(checkpoint).items()}
+    config = hf.companion_file(checkpoint, hf.CONFIG_NAME)
+    architectures = (json.loads(io.read_text(config)).get("architectures") if config else None)
+    shapes = {k: v.shape for k, v in hf.read_safetensors(checkpoint).items()}
+    return shapes, (architectures[0] if architectures else None)
   prefix = original.resolve_checkpoint_path(checkpoint)
-  return original.checkpoint_reader(prefix).get_variable_to_shape_map()
+  reader = original.checkpoint_reader(prefix)
+  variables = reader.get_variable_to_shape_map()
+  if ours.is_original_layout(prefix):
+    return {n: s for n, s in variables.items() if layout.is_model_weight_name(n)}, None
+  graph = ours._object_graph(reader, prefix)  # pylint: disable=protected-access
+  shapes = {}
+  for node_id, path in ours._weight_paths(graph).items():  # pylint: disable=protected-access
+    key = ours._variable_key(graph.nodes[node_id])  # pylint: disable=protected-access
+    shapes[path] = variables.get(key)
+  return shapes, None
+
+
+# Files that a fine-tuning run leaves next to its checkpoints: RACE's, or a one-label GLUE
+# task's (STS-B's), for telling the two [1, H] heads apart.
+_RACE_FILES = ("race_train.tf_record", "race_dev.tf_record", "race_test.tf_record",
+               "predict_results.txt")
+_REGRESSION_FILES = ("sts-b_train.tf_record", "sts-b_eval.tf_record", "submit_results.tsv")
+
+
+def _one_logit_head(checkpoint):
+  """"multiple_choice" or "classifier" for output_weights [1, H], from the run's files next to
+  the checkpoint; else an error asking for --head."""
+  path = os.fspath(checkpoint)
+  directory = path if io.isdir(path) else os.path.dirname(path)
+  names = set(io.listdir(directory)) if directory and io.isdir(directory) else set()
+  results = os.path.join(directory, "eval_results.txt")
+  race = bool(names & set(_RACE_FILES))
+  regression = bool(names & set(_REGRESSION_FILES)) or (
+      "eval_results.txt" in names and "pearson" in io.read_text(results))
+  if race != regression:
+    return "multiple_choice" if race else "classifier"
+  raise ValueError(
+      f"{checkpoint} has output_weights [1, H], which is either RACE's multiple-choice head or a "
+      "one-label (regression, as STS-B) classifier, and neither the checkpoint nor its directory "
+      "tells which: give --head=multiple_choice (transformers' AlbertForMultipleChoice) or "
+      "--head=classifier (AlbertForSequenceClassification with 1 label)")

@@ -10,6 +10,8 @@ Signatures (all batch-major, any batch size):
                      -> pooled_output, sequence_output
   mlm                tokens' inputs + mlm_positions int32 [B, P] -> mlm_logits [B, P, V]
   sop_log_probs      tokens' inputs -> sop_log_probs [B, 2]
+                     (export_saved_model leaves mlm and sop_log_probs out when the checkpoint
+                     lacks their head: see heads_missing; --allow_random_heads keeps them)
   tokenization_info  () -> vocab_file (the SentencePiece model or WordPiece vocab.txt asset),
                      do_lower_case, max_seq_length
 
@@ -149,14 +151,32 @@ class TokensServingModule(TextServingModule):
     return self.outputs(features)
 
 
+# The pretraining heads' signatures, and the scope of each head's original variable names.
+HEAD_SIGNATURES = {"mlm": "cls/predictions/", "sop_log_probs": "cls/seq_relationship/"}
+
+
+def heads_missing(report):
+  """{signature: the head variables a checkpoint load (its LoadReport) did not find}, for each
+  of HEAD_SIGNATURES whose head is not wholly the checkpoint's: such a signature would serve
+  freshly initialised weights."""
+  missing = {}
+  for signature, scope in HEAD_SIGNATURES.items():
+    names = [name for name in report.missing if name.startswith(scope)]
+    if names:
+      missing[signature] = names
+  return missing
+
+
 class ServingModule(TokensServingModule):
-  """Wraps an AlbertPretrainer and the in-graph tokenizer for export."""
+  """Wraps an AlbertPretrainer and the in-graph tokenizer for export. `head_signatures`: which
+  of HEAD_SIGNATURES signatures() holds (all by default)."""
 
   def __init__(self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128,
-               config_file=None, vocab_file=None):
+               config_file=None, vocab_file=None, head_signatures=tuple(HEAD_SIGNATURES)):
     super().__init__(pretrainer, spm_model_file, do_lower_case, max_seq_length,
                      name="albert_serving", config_file=config_file, vocab_file=vocab_file)
     self.pretrainer = pretrainer
+    self.head_signatures = tuple(head_signatures)
 
   def outputs(self, features):
     out = self.pretrainer.encoder(features, training=False)
@@ -197,7 +217,7 @@ class ServingModule(TokensServingModule):
     return {"sop_log_probs": tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)}
 
   def signatures(self):
-    return {
+    signatures = {
         "serving_default": self.serve_text,
         "serving_text_pair": self.serve_text_pair,
         "tokens": self.tokens,
@@ -205,6 +225,8 @@ class ServingModule(TokensServingModule):
         "sop_log_probs": self.sop_log_probs,
         "tokenization_info": self.tokenization_info,
     }
+    return {name: fn for name, fn in signatures.items()
+            if name not in HEAD_SIGNATURES or name in self.head_signatures}
 
 
 def export_saved_model(module, export_dir, version):

@@ -72,6 +72,8 @@ def check_token_inputs(features, vocab_size, type_vocab_size, max_position_embed
   checks += [_range_check("input_ids", named["input_ids"], lambda: vocab_size, "vocab_size"),
              _range_check("segment_ids", named["segment_ids"], lambda: type_vocab_size,
                           "type_vocab_size")]
+  checks += [_binary_check(name, named[name]) for name in ("input_mask", "p_mask")
+             if name in named]
   if mlm_positions is not None:
     checks += _positions_checks(mlm_positions, shapes["mlm_positions"], ids_shape)
   gated = _run_in_order(checks, named)
@@ -119,16 +121,45 @@ def _range_check(name, x, limit, limit_name):
   return make
 
 
+def _binary_check(name, x):
+  """x in {0, 1} (a mask: any other value would weigh a position in or out by that factor); an
+  empty x passes."""
+  def make():
+    low, high = tf.reduce_min(x), tf.reduce_max(x)
+    return _assert(tf.logical_and(low >= 0, high <= 1),
+                   f"{name} must be 0 or 1 (1 for a real token, 0 for padding), got values "
+                   "from ", tf.strings.as_string(low), " to ", tf.strings.as_string(high))
+  return make
+
+
 def check_texts(**texts):
   """Checks raw-text inputs ({name: string tensor}, in signature order) and returns them gated.
 
   Each is [batch] (a scalar, one text, is kept: it has always served as a batch of one, and
-  REST's columnar form sends a lone string so); all have one batch size.
+  REST's columnar form sends a lone string so); all have one batch size; every text is valid
+  UTF-8 (the tokenizer would drop invalid bytes one by one, silently).
   """
   checks = [_text_rank_check(name, _fed_shape(x)) for name, x in texts.items()]
   first, *others = texts
   checks += [_same_size_check(first, texts[first], name, texts[name]) for name in others]
+  checks += [_utf8_check(name, x) for name, x in texts.items()]
   return _run_in_order(checks, texts)
+
+
+def _utf8_check(name, x):
+  """Every text of x valid UTF-8: transcoding it to UTF-8 with replacement characters changes
+  only invalid ones. The message names the first invalid one's index in the request."""
+  def make():
+    # Through a PlaceholderWithDefault (see _fed_shape): grappler would drop a reshape of the
+    # declared [None] to [-1], leaving a fed scalar a scalar.
+    flat = tf.reshape(tf.compat.v1.placeholder_with_default(x, shape=None), [-1])
+    valid = tf.equal(tf.strings.unicode_transcode(flat, "UTF-8", "UTF-8", errors="replace",
+                                                  replacement_char=0xFFFD), flat)
+    first = tf.concat([tf.reshape(tf.where(tf.logical_not(valid)), [-1]),
+                       tf.constant([-1], tf.int64)], 0)[0]
+    return _assert(tf.reduce_all(valid), f"{name}[", tf.strings.as_string(first),
+                   "] is not valid UTF-8 text: send text encoded as UTF-8")
+  return make
 
 
 def _text_rank_check(name, shape):

@@ -169,12 +169,12 @@ class GlueProcessor(TextProcessor):
     cols = spec.columns_for(split)
     skip_header = split in spec.header_splits
     where = path or f"{self.task_name} {split}"
-    examples = []
+    examples, seen = [], {}
     for i, row in enumerate(rows):
       if i == 0 and skip_header:
         continue
       try:
-        examples.append(self._example(row, i, split, cols))
+        example = self._example(row, i, split, cols)
       except IndexError:
         if spec.skip_short_rows and split != "test":
           continue
@@ -182,6 +182,12 @@ class GlueProcessor(TextProcessor):
                          f"the {spec.directory} layout") from None
       except ValueError as e:  # a score that is not a number (STS-B)
         raise ValueError(f"{where}: row {i} (line {i + 1}): {e}") from None
+      if example.guid in seen:  # predictions are written by guid: one would hide the other
+        first = seen[example.guid]
+        raise ValueError(f"{where}: guid {example.guid!r} is used twice, by row {first} (line "
+                         f"{first + 1}) and row {i} (line {i + 1}): give each row its own id")
+      seen[example.guid] = i
+      examples.append(example)
     return examples
 
   def _example(self, row, index, split, cols):

@@ -50,21 +50,22 @@ class RaceProcessor(TextProcessor):
     """Examples of middle then high school articles; files in name order (the original takes
     the directory's listing order). No question at all is an error (an empty dev or test set
     would fail only after training)."""
-    examples = []
+    examples, seen = [], {}
     for level in self.levels:
       directory = os.path.join(split_dir, level)
       if not io.isdir(directory):
         raise FileNotFoundError(f"RACE directory not found: {directory}")
       for name in io.listdir(directory):
         if name.endswith(".txt"):
-          examples.extend(self._file_examples(os.path.join(directory, name)))
+          examples.extend(self._file_examples(os.path.join(directory, name), seen))
     if not examples:
       raise ValueError(f"no RACE questions in {split_dir}: its "
                        f"{' and '.join(self.levels)} folders hold no *.txt file with an article")
     return examples
 
-  def _file_examples(self, path):
-    """Examples of one RACE file: an article (json) per line."""
+  def _file_examples(self, path, seen=None):
+    """Examples of one RACE file: an article (json) per line. `seen` ({article id: where}, over
+    a split) makes an id used twice an error naming both places."""
     examples = []
     with io.open_text(path) as f:
       for number, line in enumerate(f, 1):
@@ -77,6 +78,11 @@ class RaceProcessor(TextProcessor):
           raise ValueError(f"{where} is not valid JSON ({e.msg}, column {e.colno}): each line "
                            "must hold one article") from None
         examples.extend(self._article_examples(article, where))
+        if seen is not None:
+          if article["id"] in seen:
+            raise ValueError(f"{where}: article id {article['id']!r} is used twice, also at "
+                             f"{seen[article['id']]}: give each article its own id")
+          seen[article["id"]] = where
     return examples
 
   def _article_examples(self, article, where="RACE article"):

@@ -90,8 +90,11 @@ def _field(entry, key, kind, where):
 
 def _questions(data, input_file):
   """(where, context, qa) of every question of a SQuAD "data" list; `where` names it in errors
-  (file, position and, once known, its id)."""
+  (file, position and, once known, its id). A question id used twice is an error naming both
+  positions: predictions, null odds and scores are keyed by id, so one would overwrite the other.
+  """
   source = f"SQuAD file {input_file}"
+  seen = {}
   for a, article in enumerate(data):
     for p, paragraph in enumerate(_field(article, "paragraphs", list,
                                          f"{source}, article {a}")):
@@ -100,6 +103,12 @@ def _questions(data, input_file):
       for q, qa in enumerate(qas):
         position = f"article {a}, paragraph {p}, question {q}"
         qas_id = _field(qa, "id", (str, int), f"{source}, {position}")
+        if str(qas_id) in seen:
+          raise ValueError(f"{source}: question id {qas_id!r} is used twice, by "
+                           f"{seen[str(qas_id)]} and by {position}: predictions are keyed by "
+                           "id, so one answer would overwrite the other; give each question "
+                           "its own id")
+        seen[str(qas_id)] = position
         yield f"{source}, question {qas_id} ({position})", context, qa
 
 
