@@ -19,6 +19,7 @@ _LAZY = {
     "AlbertPretrainer": "albert_tf.models",
     "AlbertSpanLabeler": "albert_tf.models",
     "AlbertSquadV2": "albert_tf.models",
+    "AlbertTokenClassifier": "albert_tf.tasks.ner.model",
     "load_checkpoint": "albert_tf.checkpoints",
     "load_original_checkpoint": "albert_tf.checkpoints",
     "save_hf_checkpoint": "albert_tf.checkpoints",

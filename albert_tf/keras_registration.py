@@ -12,12 +12,16 @@ import importlib
 import sys
 
 from albert_tf.import_hooks import ImportHook
+from albert_tf.tasks import ner
 
 _MODELS = "albert_tf.models"
+# Task models registered by their task folders (albert_tf.tasks.<task>.MODELS).
+_TASK_MODELS = dict(ner.MODELS)
 PACKAGE = "albert_tf"
 # Every class albert_tf.models registers, layers included (tests/test_keras_native.py checks it).
 REGISTERED = ("AlbertAttention", "AlbertClassifier", "AlbertEmbeddings", "AlbertModel",
               "AlbertMultipleChoice", "AlbertPretrainer", "AlbertSpanLabeler", "AlbertSquadV2",
+              "AlbertTokenClassifier",
               "AttentionFFNBlock", "Dense", "MaskedLMHead", "PooledLogits", "Pooler",
               "SharedTransformer", "SpanLogits", "SquadV2Head")
 
@@ -29,7 +33,9 @@ class _StandIn:
     self.registered_name = registered_name
 
   def from_config(self, config):
-    importlib.import_module(_MODELS)  # registers the real class over this stand-in
+    # Registers the real class over this stand-in (a task's model: its task module).
+    name = self.registered_name.split(">", 1)[1]
+    importlib.import_module(_TASK_MODELS.get(name, _MODELS))
     # The global registry itself: Keras looks names up in a copy made before the import.
     real = sys.modules["keras"].saving.get_custom_objects()[self.registered_name]
     return real.from_config(config)

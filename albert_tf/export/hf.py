@@ -5,6 +5,8 @@ tokenizer_config.json) from a checkpoint of any layout, for transformers' from_p
 from albert_tf.checkpoints import hf, load_checkpoint, original
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertSpanLabeler
+from albert_tf.tasks.ner.labels import checkpoint_label_names
+from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
 
 # A fine-tuned head's output weights [labels, H], by their names in each layout.
@@ -18,7 +20,8 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
                      config_file=None):
   """Loads `checkpoint` (any layout) and writes it as transformers' save_pretrained does.
 
-  The head is the checkpoint's: a classifier (`output_weights`) is written as
+  The head is the checkpoint's: a run_ner tagger (`output_weights` with label names beside it)
+  as AlbertForTokenClassification with its id2label, a classifier (`output_weights`) as
   AlbertForSequenceClassification, a SQuAD v1 span head as AlbertForQuestionAnswering, a
   checkpoint with the pretraining heads as AlbertForPreTraining, anything else (an encoder
   alone) as AlbertModel. The directory is assembled under a temporary name next to it and renamed
@@ -55,7 +58,12 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
 def _model_for(config, checkpoint):
   """The model whose head the checkpoint holds (see export_hf_layout)."""
   shapes = _shapes(checkpoint)
+  # A tagger's head is a classifier's; its label names (run_ner's label_list.txt beside the
+  # checkpoint, an HF tagger's id2label) tell them apart.
+  tags = checkpoint_label_names(checkpoint)
   for key in _CLASSIFIER:
+    if key in shapes and tags and len(tags) == int(shapes[key][0]):
+      return AlbertTokenClassifier(config, num_labels=len(tags), label_names=tags)
     if key in shapes:
       return AlbertClassifier(config, num_labels=int(shapes[key][0]))
   if any(key in shapes for key in _SPAN):

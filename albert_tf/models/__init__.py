@@ -15,3 +15,12 @@ from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.span_labeler import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.models.task import AlbertTask
+
+
+def __getattr__(name):
+  # The NER task's model lives in its task folder, which imports this package's modules: taken
+  # on first use, so that either can be imported first.
+  if name == "AlbertTokenClassifier":
+    from albert_tf.tasks.ner.model import AlbertTokenClassifier  # pylint: disable=import-outside-toplevel
+    return AlbertTokenClassifier
+  raise AttributeError(f"module 'albert_tf.models' has no attribute {name!r}")

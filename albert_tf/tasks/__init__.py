@@ -1,0 +1,2 @@
+"""Fine-tuning tasks, one folder each: data reading, features, model head, objective, metrics, job
+and export."""
