@@ -119,3 +119,10 @@ def test_loss_is_the_mean_over_labelled_positions():
   with pytest.raises(ValueError, match="label_names"):
     AlbertTokenClassifier(albert_tf.AlbertConfig(vocab_size=10), num_labels=3,
                           label_names=["O"])
+
+
+def test_docstring_example_runs():
+  import doctest  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks.ner import model  # pylint: disable=import-outside-toplevel
+  result = doctest.testmod(model)
+  assert result.attempted and not result.failed

@@ -147,7 +147,9 @@ class NerJob(FineTuningJob):
   def dataset(self, path, batch_size, is_training, seed=None, input_context=None):
     s = self.settings
     return feature_dataset(path, _feature_spec(s.model.max_seq_length), batch_size, is_training,
-                           s.model.max_seq_length, drop_remainder=s.run.use_tpu,
+                           s.model.max_seq_length,
+                           # Eval and predict keep every record: each holds words to predict.
+                           drop_remainder=s.run.use_tpu and is_training,
                            dynamic_length=s.dynamic_length, seed=seed,
                            input_context=input_context,
                            sequence_features=features.SEQUENCE_FEATURES)
