@@ -9,7 +9,9 @@ SentencePiece model. The original's --albert_directory / --checkpoint_name form 
 With --format=hf it writes Hugging Face transformers' layout instead (config.json,
 model.safetensors, spiece.model, tokenizer_config.json), which transformers' from_pretrained
 loads as it is: AlbertForPreTraining for a pretraining checkpoint, AlbertForSequenceClassification
-or AlbertForQuestionAnswering for a fine-tuned classifier or SQuAD v1 checkpoint.
+or AlbertForQuestionAnswering for a fine-tuned classifier or SQuAD v1 checkpoint,
+AlbertForTokenClassification (with its id2label) for a checkpoint of a run_ner output_dir (its
+label_list.txt beside the checkpoint).
 """
 
 import os

@@ -24,7 +24,8 @@ SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model"
 TINY = os.path.join(NER, "albert_config_tiny.json")
 HF_DIR = os.path.join(TESTDATA, "hf_albert_tagging", "token_classifier")
 # Measured (random_seed 1, data_seed 1, 2 CPU cores): dev F1 0.014 untrained, 0.28 after 1,200
-# steps (the best of steps 0, 600, 1200). The thresholds leave room for other machines' float summation order.
+# steps (the best of steps 0, 600, 1200). The thresholds leave room for other machines' float
+# summation order.
 MIN_DEV_F1, MIN_GAIN = 0.15, 0.10
 
 

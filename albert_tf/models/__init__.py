@@ -21,6 +21,7 @@ def __getattr__(name):
   # The NER task's model lives in its task folder, which imports this package's modules: taken
   # on first use, so that either can be imported first.
   if name == "AlbertTokenClassifier":
-    from albert_tf.tasks.ner.model import AlbertTokenClassifier  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.tasks.ner.model import AlbertTokenClassifier
     return AlbertTokenClassifier
   raise AttributeError(f"module 'albert_tf.models' has no attribute {name!r}")

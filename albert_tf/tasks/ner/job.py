@@ -207,7 +207,8 @@ class NerJob(FineTuningJob):
   def export(self):
     s = self.settings
     try:
-      from albert_tf.tasks.ner.export import export_ner_saved_model  # pylint: disable=import-outside-toplevel
+      # pylint: disable-next=import-outside-toplevel
+      from albert_tf.tasks.ner.export import export_ner_saved_model
     except ModuleNotFoundError as e:
       if e.name != "albert_tf.tasks.ner.export":
         raise
