@@ -105,6 +105,11 @@ class NerJob(FineTuningJob):
       raise UsageError(f"--output_dir={s.output_dir} was trained with labels {saved}, not "
                        f"{self.label_names}: use another --output_dir, or drop --label_list")
     log(f"{len(self.label_names)} labels from {source}: {' '.join(self.label_names)}")
+    for split in ("dev", "test"):
+      tags = {t for sentence in self.sentences.get(split, []) for t in sentence.tags or ()}
+      unknown = sorted(tags - set(self.label_names))
+      if unknown:  # the model cannot predict them: their entities count as missed
+        log(f"{self.paths[split]} has tags outside the label list: {' '.join(unknown)}")
 
   def make_model(self):
     return AlbertTokenClassifier(self.config, len(self.label_names),
