@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -22,11 +21,12 @@ from albert_tf.tasks.ner.export import (LABEL_LIST_FILE, NerServingModule, check
 from albert_tf.tasks.ner.features import sentence_features
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.tokenization import FullTokenizer
-from helpers import ORIGINAL_MODEL, TESTDATA
+from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")  # H 32, 3 layers, 64 positions
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
 NER_TEST = os.path.join(TESTDATA, "ner", "test.txt")
+HF_TAGGER = os.path.join(TESTDATA, "hf_albert_tagging", "token_classifier")  # 9 labels, H 32
 ALLOWLIST = os.path.join(TESTDATA, "serving_ops_tf2.12.txt")
 VOCAB = os.path.join(TESTDATA, "original_wordpiece", "vocab.txt")  # 1,155 WordPiece entries
 LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
@@ -34,7 +34,8 @@ T = 32  # the fixture's first sentences have 141 to 164 words: several windows e
 DOC_STRIDE = 16  # windows overlap, so max-context decides
 
 # Runs in a fresh interpreter with TensorFlow and tensorflow-text only, as a TF Serving client
-# would: serving_default over the sentences in batches, and the label names from the asset.
+# would: serving_default over the sentences in batches of 16, and the label names (the asset's
+# and tokenization_info's).
 SERVED_LABELS = """
 import json, sys
 import tensorflow as tf
@@ -61,14 +62,17 @@ with open(sys.argv[3], "w", encoding="utf-8") as f:
 def _tagger(**config_changes):
   """A token classifier of the fixture config with fixed random weights, spread so that words
   get many labels (an initialised head gives nearly one label everywhere)."""
-  keras.utils.set_random_seed(0)
   config = albert_tf.AlbertConfig.from_json_file(CONFIG)
   for name, value in config_changes.items():
     setattr(config, name, value)
   model = AlbertTokenClassifier(config, num_labels=len(LABELS))
+  # Fixed without keras.utils.set_random_seed: seeding clears TensorFlow's eager kernel cache,
+  # which deletes the SentencePiece resource of every module already made (tensorflow-text
+  # makes it in an eager kernel). Constant weights (LayerNorm, biases) keep their value.
   rng = np.random.default_rng(0)
-  model.set_weights([w + rng.normal(0.0, 0.02, w.shape).astype(w.dtype)
-                     for w in model.get_weights()])
+  model.set_weights([
+      (w if np.all(w == w.flat[0]) else rng.normal(0.0, 0.02, w.shape)).astype(w.dtype)
+      + rng.normal(0.0, 0.02, w.shape).astype(w.dtype) for w in model.get_weights()])
   return model
 
 
@@ -113,15 +117,33 @@ def module(tagger, label_file):
                           doc_stride=DOC_STRIDE)
 
 
-def _served_labels(module, sentences):
-  """serving_default's label names of each sentence, cut to its word count."""
-  out = module.serve_text(tf.constant([" ".join(s.words) for s in sentences]))
+def _served_labels(serve, sentences):
+  """The raw-text signature's label names of each sentence, cut to its word count.
+
+  Args:
+    serve: the signature (a module's serve_text, or a loaded serving_default).
+    sentences: data.Sentence list.
+  """
+  out = serve(text=tf.constant([" ".join(s.words) for s in sentences]))
   return [[label.decode() for label in row[:count]]
           for row, count in zip(out["labels"].numpy(), out["word_count"].numpy())]
 
 
+def _serve_without_albert_tf(version, sentences, tmp_path):
+  """SERVED_LABELS's answer ({"labels": per sentence, "label_list", "label_names"}) for the
+  SavedModel at `version`, run in a fresh interpreter."""
+  texts = tmp_path / "sentences.json"
+  texts.write_text(json.dumps([" ".join(s.words) for s in sentences]), encoding="utf-8")
+  result = tmp_path / "served.json"
+  run = subprocess.run([sys.executable, "-c", SERVED_LABELS, version, str(texts), str(result)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+  assert run.returncode == 0, run.stderr[-3000:]
+  return json.loads(result.read_text(encoding="utf-8"))
+
+
 @pytest.mark.slow
-def test_served_labels_equal_the_python_predictions_without_albert_tf(tagger, tmp_path):
+def test_saved_model_labels_equal_the_python_features_predictions(tagger, tmp_path):
+  """Overlapping windows (doc_stride 16 of 30 pieces): max-context decides each word's window."""
   sentences = _sentences()
   assert max(len(s.words) for s in sentences[:3]) > 120  # several windows each
   version = export_ner_saved_model(tagger, LABELS, TokenizerSettings(spm_model_file=SPM), T,
@@ -131,19 +153,37 @@ def test_served_labels_equal_the_python_predictions_without_albert_tf(tagger, tm
   with open(os.path.join(version, "assets", LABEL_LIST_FILE), encoding="utf-8") as f:
     assert f.read().splitlines() == LABELS
   assert ops_missing_from(version, ALLOWLIST) == []
-
-  texts = tmp_path / "sentences.json"
-  texts.write_text(json.dumps([" ".join(s.words) for s in sentences]), encoding="utf-8")
-  result = tmp_path / "served.json"
-  run = subprocess.run([sys.executable, "-c", SERVED_LABELS, version, str(texts), str(result)],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
-  assert run.returncode == 0, run.stderr[-3000:]
-  served = json.loads(result.read_text(encoding="utf-8"))
-  assert served["label_list"] == served["label_names"] == LABELS
+  loaded = tf.saved_model.load(version)
+  info = loaded.signatures["tokenization_info"]()
+  assert [n.decode() for n in info["label_names"].numpy()] == LABELS
+  assert int(info["doc_stride"]) == DOC_STRIDE and int(info["max_seq_length"]) == T
+  served = _served_labels(loaded.signatures["serving_default"], sentences)
   expected = _python_predictions(tagger, sentences, FullTokenizer(spm_model_file=SPM))
-  assert [len(labels) for labels in served["labels"]] == [len(s.words) for s in sentences]
-  assert served["labels"] == expected
+  assert [len(labels) for labels in served] == [len(s.words) for s in sentences]
+  assert served == expected
   assert len({label for labels in expected for label in labels}) > 3  # not one label everywhere
+
+
+@pytest.mark.slow
+def test_served_labels_equal_run_ners_predictions_without_albert_tf(tmp_path):
+  """The acceptance check: run_ner (the HF fixture tagger, no training) writes
+  test_predictions.txt and exports; a client importing only TensorFlow and tensorflow-text gets
+  the same label for every word of the test set."""
+  run_binary("run_ner", [
+      f"--data_dir={os.path.dirname(NER_TEST)}", f"--output_dir={tmp_path / 'run'}",
+      f"--init_checkpoint={HF_TAGGER}", f"--max_seq_length={T}", "--do_predict",
+      "--predict_batch_size=32", f"--export_dir={tmp_path / 'export'}"])
+  with open(tmp_path / "run" / "test_predictions.txt", encoding="utf-8") as f:
+    predicted = [[line.split(" ")[-1] for line in block.splitlines()]
+                 for block in f.read().split("\n\n") if block.strip()]
+  [version] = os.listdir(tmp_path / "export")
+  sentences = _sentences()
+  served = _serve_without_albert_tf(str(tmp_path / "export" / version), sentences, tmp_path)
+  with open(tmp_path / "run" / LABEL_LIST_FILE, encoding="utf-8") as f:
+    assert served["label_list"] == served["label_names"] == f.read().splitlines()
+  assert [len(labels) for labels in served["labels"]] == [len(s.words) for s in sentences]
+  assert served["labels"] == predicted
+  assert len({label for labels in predicted for label in labels}) > 3
 
 
 @pytest.mark.slow
@@ -207,7 +247,7 @@ def test_wordpiece_labels_equal_the_python_predictions(label_file):
                             doc_stride=DOC_STRIDE)
   sentences = _sentences()[:8]  # three of several windows
   expected = _python_predictions(tagger, sentences, FullTokenizer(vocab_file=VOCAB))
-  assert _served_labels(module, sentences) == expected
+  assert _served_labels(module.serve_text, sentences) == expected
 
 
 @pytest.mark.slow

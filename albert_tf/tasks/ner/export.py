@@ -33,7 +33,7 @@ import time
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.export.saved_model import TokensServingModule, as_float32, export_saved_model
+from albert_tf.export.saved_model import TokensServingModule, export_saved_model
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.export.squad import SquadServingModule
 from albert_tf.tasks.ner.data import LABEL_FILE
