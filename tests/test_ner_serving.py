@@ -55,7 +55,8 @@ with open(info["label_list"].numpy().decode(), encoding="utf-8") as f:
 assert "albert_tf" not in sys.modules, "the client imported albert_tf"
 with open(sys.argv[3], "w", encoding="utf-8") as f:
   json.dump({"labels": labels, "label_list": label_list,
-             "label_names": [n.decode() for n in info["label_names"].numpy()]}, f)
+             "label_names": [n.decode() for n in info["label_names"].numpy()],
+             "doc_stride": int(info["doc_stride"])}, f)
 """
 
 
@@ -171,7 +172,8 @@ def test_served_labels_equal_run_ners_predictions_without_albert_tf(tmp_path):
   the same label for every word of the test set."""
   run_binary("run_ner", [
       f"--data_dir={os.path.dirname(NER_TEST)}", f"--output_dir={tmp_path / 'run'}",
-      f"--init_checkpoint={HF_TAGGER}", f"--max_seq_length={T}", "--do_predict",
+      f"--init_checkpoint={HF_TAGGER}", f"--max_seq_length={T}", f"--doc_stride={DOC_STRIDE}",
+      "--do_predict",
       "--predict_batch_size=32", f"--export_dir={tmp_path / 'export'}"])
   with open(tmp_path / "run" / "test_predictions.txt", encoding="utf-8") as f:
     predicted = [[line.split(" ")[-1] for line in block.splitlines()]
@@ -181,6 +183,7 @@ def test_served_labels_equal_run_ners_predictions_without_albert_tf(tmp_path):
   served = _serve_without_albert_tf(str(tmp_path / "export" / version), sentences, tmp_path)
   with open(tmp_path / "run" / LABEL_LIST_FILE, encoding="utf-8") as f:
     assert served["label_list"] == served["label_names"] == f.read().splitlines()
+  assert served["doc_stride"] == DOC_STRIDE  # the run's windows, not the default
   assert [len(labels) for labels in served["labels"]] == [len(s.words) for s in sentences]
   assert served["labels"] == predicted
   assert len({label for labels in predicted for label in labels}) > 3
