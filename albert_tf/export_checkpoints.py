@@ -9,9 +9,10 @@ SentencePiece model. The original's --albert_directory / --checkpoint_name form 
 With --format=hf it writes Hugging Face transformers' layout instead (config.json,
 model.safetensors, spiece.model, tokenizer_config.json), which transformers' from_pretrained
 loads as it is: AlbertForPreTraining for a pretraining checkpoint, AlbertForSequenceClassification,
-AlbertForMultipleChoice or AlbertForQuestionAnswering for a fine-tuned classifier, RACE or SQuAD
-v1 checkpoint (--head to choose; a SQuAD 2.0 head, which transformers has no class for, is
-refused: export its encoder with --head=none, or keep the released layout).
+AlbertForMultipleChoice, AlbertForQuestionAnswering or AlbertForTokenClassification (with its
+id2label) for a fine-tuned classifier, RACE, SQuAD v1 or run_ner checkpoint (--head to choose; a
+SQuAD 2.0 head, which transformers has no class for, is refused: export its encoder with
+--head=none, or keep the released layout).
 """
 
 import os
@@ -37,10 +38,10 @@ flags.DEFINE_enum("format", "released", ["released", "hf"],
                   "released: the released ALBERT layout (albert_config.json, model.ckpt-best); "
                   "hf: Hugging Face transformers' (config.json, model.safetensors).")
 flags.DEFINE_enum("head", "auto", ["auto", "none", "pretraining", "classifier", "multiple_choice",
-                                   "squad_v1", "squad_v2"],
+                                   "squad_v1", "squad_v2", "token_classifier"],
                   "With --format=hf, the head to write: auto (the checkpoint's), none (the "
                   "encoder alone, AlbertModel), pretraining, classifier, multiple_choice (RACE), "
-                  "squad_v1. A head transformers has no class for (squad_v2) or that the "
+                  "squad_v1, token_classifier (run_ner). A head transformers has no class for (squad_v2) or that the "
                   "checkpoint lacks is refused.")
 
 

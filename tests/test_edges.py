@@ -7,7 +7,9 @@ import os
 
 import pytest
 
-from albert_tf.finetuning import glue, race, squad_data
+from albert_tf.tasks.classifier import data as glue
+from albert_tf.tasks.race import data as race
+from albert_tf.tasks.squad import data as squad_data
 
 
 # ---- duplicate ids ---------------------------------------------------------------------------

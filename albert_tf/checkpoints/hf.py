@@ -84,7 +84,10 @@ ARCHITECTURES = {
     "AlbertClassifier": "AlbertForSequenceClassification",
     "AlbertMultipleChoice": "AlbertForMultipleChoice",
     "AlbertSpanLabeler": "AlbertForQuestionAnswering",
+    "AlbertTokenClassifier": "AlbertForTokenClassification",
 }
+# transformers builds these without the pooler: their checkpoints have none.
+_NO_POOLER = ("AlbertForQuestionAnswering", "AlbertForTokenClassification")
 
 
 def hf_key(name, encoder_prefix=_PREFIX):
@@ -184,8 +187,8 @@ def load_hf_checkpoint(model: keras.Model, path: str, init_from_group0: bool = F
   """Loads a Hugging Face ALBERT checkpoint (transformers' save_pretrained) into `model`.
 
   Sources: AlbertModel (keys without `albert.`), AlbertForPreTraining, AlbertForMaskedLM,
-  AlbertForSequenceClassification, AlbertForQuestionAnswering (no pooler: it is reported
-  missing and stays as initialised), AlbertForMultipleChoice.
+  AlbertForSequenceClassification, AlbertForQuestionAnswering and AlbertForTokenClassification
+  (no pooler: it is reported missing and stays as initialised), AlbertForMultipleChoice.
 
   Args:
     model: any albert_tf model (AlbertModel, AlbertPretrainer, AlbertClassifier, ...).
@@ -276,7 +279,7 @@ def hf_tensors(model):
   prefix = "" if kind == "AlbertModel" else _PREFIX
   tensors = {}
   for name, variable in layout.original_variable_map(model).items():
-    if kind == "AlbertForQuestionAnswering" and name.startswith("bert/pooler/"):
+    if kind in _NO_POOLER and name.startswith("bert/pooler/"):
       continue
     key, transposed = hf_key(name, prefix)
     value = variable.numpy().astype(np.float32)
@@ -344,6 +347,10 @@ def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optio
     # model started from, would read as classes).
     config.pop("id2label", None)
     config.pop("label2id", None)
+  label_names = getattr(model, "label_names", None)
+  if label_names:  # a tagger's tags, which transformers' pipelines report by name
+    config["id2label"] = {str(i): name for i, name in enumerate(label_names)}
+    config["label2id"] = {name: i for i, name in enumerate(label_names)}
   write_safetensors(tensors, os.path.join(directory, WEIGHTS_NAME))
   if spm_model_file:
     io.copy(spm_model_file, os.path.join(directory, SPM_NAME))

@@ -1,10 +1,11 @@
 """A directory in Hugging Face transformers' layout (config.json, model.safetensors, spiece.model,
 tokenizer_config.json) from a checkpoint of any layout, for transformers' from_pretrained."""
 
+import importlib
 import json
 import os
 
-from albert_tf import io
+from albert_tf import io, labels, registry
 from albert_tf.checkpoints import hf, layout, load_checkpoint, original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.models import (AlbertClassifier, AlbertModel, AlbertMultipleChoice,
@@ -15,19 +16,20 @@ from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
 HEADS = {"auto": None, "none": "AlbertModel", "pretraining": "AlbertForPreTraining",
          "classifier": "AlbertForSequenceClassification",
          "multiple_choice": "AlbertForMultipleChoice", "squad_v1": "AlbertForQuestionAnswering",
-         "squad_v2": None}
+         "token_classifier": labels.TAGGER_ARCHITECTURE, "squad_v2": None}
 # transformers classes -> the head whose weights they hold.
 _HF_HEADS = {"AlbertModel": "none", "AlbertForPreTraining": "pretraining",
              "AlbertForMaskedLM": "pretraining",
              "AlbertForSequenceClassification": "classifier",
              "AlbertForMultipleChoice": "multiple_choice",
-             "AlbertForQuestionAnswering": "squad_v1"}
+             "AlbertForQuestionAnswering": "squad_v1",
+             labels.TAGGER_ARCHITECTURE: "token_classifier"}
 # Each head's weights (other than the encoder's), by the first part of their names in each
 # layout: the released one (top-level names), ours (object paths), Hugging Face's (keys).
 _HEAD_NAMES = {
     "pretraining": ("cls/predictions", "cls/seq_relationship", "masked_lm", "sentence_order",
                     "predictions", "sop_classifier"),
-    "classifier": ("output_weights", "output_bias", "classifier"),
+    "classifier": ("output_weights", "output_bias", "classifier"),  # a tagger's too
     "squad_v1": ("cls/squad", "span_logits", "qa_outputs"),
     "squad_v2": ("start_logits", "end_logits", "answer_class", "squad_v2_head"),
 }
@@ -43,7 +45,8 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   The head is the checkpoint's (head="auto"), or the one asked for: a classifier
   (`output_weights` [labels, H]) is written as AlbertForSequenceClassification, RACE's
   multiple-choice head as AlbertForMultipleChoice, a SQuAD v1 span head as
-  AlbertForQuestionAnswering, the pretraining heads as AlbertForPreTraining, an encoder alone
+  AlbertForQuestionAnswering, a run_ner tagger (a classifier's head with its tag names beside
+  it: label_list.txt, or an HF config's id2label) as AlbertForTokenClassification, the pretraining heads as AlbertForPreTraining, an encoder alone
   (or head="none") as AlbertModel. A head transformers has no class for (SQuAD 2.0's) is refused,
   as is a head the checkpoint lacks: nothing is written with random weights. The directory is
   assembled under a temporary name next to it and renamed into place, as export.released does.
@@ -84,7 +87,8 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   model = {"none": AlbertPretrainer, "pretraining": AlbertPretrainer,
            "squad_v1": AlbertSpanLabeler,
            "classifier": lambda c: AlbertClassifier(c, num_labels=num_labels),
-           "multiple_choice": AlbertMultipleChoice}[head](config)
+           "multiple_choice": AlbertMultipleChoice,
+           "token_classifier": lambda c: _tagger(c, checkpoint, num_labels)}[head](config)
   report = load_checkpoint(model, checkpoint)
   head_missing = [n for n in report.missing if not layout.is_encoder_name(n)]
   if head == "none" or (asked == "auto" and head == "pretraining" and head_missing):
@@ -107,7 +111,7 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
 def checkpoint_head(checkpoint):
   """(head, num_labels) of the head `checkpoint` holds, as export_hf_layout's --head names
   them: "none", "pretraining", "classifier" (num_labels from output_weights), "multiple_choice",
-  "squad_v1", "squad_v2".
+  "squad_v1", "squad_v2", "token_classifier" (a classifier's head with tag names beside it).
 
   Raises:
     ValueError: for weights of a head no transformers class is known for; for output_weights
@@ -136,7 +140,24 @@ def checkpoint_head(checkpoint):
   num_labels = _classifier_labels(shapes)
   if head == "classifier" and num_labels == 1:
     head = _one_logit_head(checkpoint)
+  if head == "classifier" and _tag_names(checkpoint, num_labels):
+    head = "token_classifier"
   return head, num_labels or 1
+
+
+def _tag_names(checkpoint, num_labels):
+  """The tag names saved beside `checkpoint` when they name its num_labels outputs (a run_ner
+  tagger, whose head has a sequence classifier's shape), else None."""
+  names = labels.checkpoint_label_names(checkpoint)
+  return names if names and len(names) == num_labels else None
+
+
+def _tagger(config, checkpoint, num_labels):
+  """The token classifier (run_ner's model, found through the registry: export/ sits below the
+  tasks) with the tag names saved beside `checkpoint`."""
+  module = importlib.import_module(registry.models()["AlbertTokenClassifier"])
+  names = _tag_names(checkpoint, num_labels)
+  return module.AlbertTokenClassifier(config, num_labels=num_labels, label_names=names)
 
 
 def _under(name, scopes):

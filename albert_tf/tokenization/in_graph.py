@@ -62,7 +62,7 @@ class PackingTokenizer(tf.Module):
       has_segment = [tf.ones([batch], tf.bool), has_b]
     parts, types = [tf.fill([batch, 1], self.cls_id)], [tf.zeros([batch, 1], tf.int32)]
     for k, (seg, has) in enumerate(zip(segments, has_segment)):
-      sep = _separators(has, self.sep_id)
+      sep = separators(has, self.sep_id)
       parts += [seg, sep]
       types += [tf.ones_like(seg) * k, tf.ones_like(sep) * k]
     ids = tf.concat(parts, axis=1)
@@ -121,7 +121,7 @@ class InGraphTokenizer(PackingTokenizer):
     return tf.cast(self.sp.string_to_id(self.pieces(text)), tf.int32)
 
 
-def _separators(present, sep_id):
+def separators(present, sep_id):
   """present: bool [B] -> ragged int32 [B, (0 or 1)]: [sep_id] where present, else []."""
   lengths = tf.cast(present, tf.int64)
   return tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(lengths)], sep_id), lengths)

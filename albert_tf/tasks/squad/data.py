@@ -16,6 +16,7 @@ import numpy as np
 
 from albert_tf import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
+from albert_tf.finetuning.windows import doc_spans, is_max_context
 from albert_tf.tokenization.full import encode_ids, encode_pieces
 from albert_tf.tokenization.text import preprocess_text
 
@@ -270,32 +271,6 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case):
   starts = [_convert_index(chartok_to_orig, s, n, is_start=True) for s in tok_start_to_chartok]
   ends = [_convert_index(chartok_to_orig, e, n, is_start=False) for e in tok_end_to_chartok]
   return starts, ends, orig_to_chartok, chartok_to_tok_index
-
-
-def doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
-  """(start, length) windows over the paragraph tokens, advancing by doc_stride."""
-  spans, start = [], 0
-  while start < num_tokens:
-    length = min(num_tokens - start, max_tokens_for_doc)
-    spans.append((start, length))
-    if start + length == num_tokens:
-      break
-    start += min(length, doc_stride)
-  return spans
-
-
-def is_max_context(spans, span_index, position):
-  """Whether span span_index gives `position` its most balanced context (min of left and right
-  context, plus 0.01 x span length; the first best span wins)."""
-  best_score, best_index = None, None
-  for index, (start, length) in enumerate(spans):
-    end = start + length - 1
-    if position < start or position > end:
-      continue
-    score = min(position - start, end - position) + 0.01 * length
-    if best_score is None or score > best_score:
-      best_score, best_index = score, index
-  return span_index == best_index
 
 
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,

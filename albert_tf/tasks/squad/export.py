@@ -36,6 +36,7 @@ import tensorflow_text as tf_text
 from albert_tf.export.saved_model import TextServingModule, as_float32, ids_spec, pad_positions
 from albert_tf.layers.span_heads import P_MASK_ADDER
 from albert_tf.export.serving_inputs import check_texts
+from albert_tf.export.windows import max_context_window
 from albert_tf.tokenization.in_graph import PY_WHITESPACE
 
 NO_ANSWER_SCORE = -2e6
@@ -154,29 +155,13 @@ class SquadServingModule(TextServingModule):
              + tf.cast(tf.tile(e_val, [1, k]), tf.float64))
     return tf.cast(starts, tf.int64), tf.cast(ends, tf.int64), score
 
-  def _max_context_window(self, windows):
-    """For each example and paragraph position, the window giving it the most context (the
-    first best, as the original): int64 [B, Lmax]."""
-    by_example = lambda v: tf.RaggedTensor.from_row_lengths(v, windows["n_windows"]).to_tensor(
-        default_value=0)
-    start, length = by_example(windows["start"]), by_example(windows["len"])  # [B, K]
-    max_len = tf.reduce_max(windows["start"] + windows["len"])
-    pos = tf.range(max_len)[tf.newaxis, tf.newaxis, :]                          # [1, 1, L]
-    start, length = start[:, :, tf.newaxis], length[:, :, tf.newaxis]
-    end = start + length - 1
-    inside = (pos >= start) & (pos <= end)
-    score = (tf.cast(tf.minimum(pos - start, end - pos), tf.float64)
-             + 0.01 * tf.cast(length, tf.float64))
-    score = tf.where(inside, score, -1e9)
-    return tf.argmax(score, axis=1)                                           # [B, L]
-
   def _select(self, outputs, windows, first_char, last_char, context):
     starts, ends, score = self._candidates(outputs)
     offset = windows["offset"][:, tf.newaxis]
     length = windows["len"][:, tf.newaxis]
     s_rel, e_rel = starts - offset, ends - offset
     para_pos = windows["start"][:, tf.newaxis] + s_rel
-    best_window = self._max_context_window(windows)
+    best_window = max_context_window(windows)
     example = windows["example"]
     lookup = tf.stack([tf.broadcast_to(example[:, tf.newaxis], tf.shape(para_pos)),
                        tf.clip_by_value(para_pos, 0, tf.cast(tf.shape(best_window)[1] - 1,

@@ -1,0 +1,107 @@
+"""NER features: each word tokenized alone, its label on its first piece, long sentences cut
+into overlapping windows (SQuAD's doc_stride) with each word predicted from the window where it
+has the most context (SQuAD's max-context rule), so every word gets exactly one prediction.
+
+Feature records, all int64: input_ids, input_mask, segment_ids (0), label_ids, label_weights
+(1 on the first piece of a word predicted from this window whose tag is in the label list),
+word_index (that word's index in its sentence, -1 elsewhere) [max_seq_length]; sentence_index
+[1].
+"""
+
+import hashlib
+import json
+import os
+
+from albert_tf import io
+from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
+from albert_tf.finetuning.windows import doc_spans, is_max_context
+
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights",
+                     "word_index")
+
+
+def unk_piece(tokenizer) -> str:
+  """The unknown piece of the tokenizer's vocabulary: `<unk>` (SentencePiece) or `[UNK]`."""
+  return "<unk>" if tokenizer.sp_model is not None else "[UNK]"
+
+
+def word_pieces(tokenizer, words) -> list:
+  """Each word's pieces, tokenized alone; a word that gives none (e.g. a control character)
+  becomes one unknown piece, so that every word has a first piece to predict from."""
+  unk = unk_piece(tokenizer)
+  return [tokenizer.tokenize(word) or [unk] for word in words]
+
+
+def sentence_features(tokenizer, sentence, labels, max_seq_length, doc_stride):
+  """The windows of one sentence, as dicts of the record's features (without sentence_index).
+
+  Args:
+    tokenizer: a FullTokenizer.
+    sentence: a data.Sentence (tags None for an untagged test set).
+    labels: the label list (a tag's id is its index).
+    max_seq_length: T; a window holds up to T - 2 pieces between [CLS] and [SEP].
+    doc_stride: how far a window starts after the previous one (in pieces).
+
+  Returns:
+    A list of {name: list of ints [T]}.
+  """
+  label_ids = {label: i for i, label in enumerate(labels)}
+  pieces, first_piece = [], []
+  for word in word_pieces(tokenizer, sentence.words):
+    first_piece.append(len(pieces))
+    pieces.extend(word)
+  spans = doc_spans(len(pieces), max_seq_length - 2, doc_stride)
+  features = []
+  for span_index, (start, length) in enumerate(spans):
+    ids = tokenizer.convert_tokens_to_ids(["[CLS]"] + pieces[start:start + length] + ["[SEP]"])
+    pad = max_seq_length - len(ids)
+    label_id, weight = [0] * max_seq_length, [0] * max_seq_length
+    word_index = [-1] * max_seq_length
+    for w, position in enumerate(first_piece):
+      if start <= position < start + length and is_max_context(spans, span_index, position):
+        column = 1 + position - start  # after [CLS]
+        word_index[column] = w
+        tag = sentence.tags[w] if sentence.tags is not None else None
+        if tag in label_ids:
+          label_id[column], weight[column] = label_ids[tag], 1
+    features.append({"input_ids": ids + [0] * pad, "input_mask": [1] * len(ids) + [0] * pad,
+                     "segment_ids": [0] * max_seq_length, "label_ids": label_id,
+                     "label_weights": weight, "word_index": word_index})
+  return features
+
+
+def fingerprint(source, labels, max_seq_length, doc_stride, tokenizer_file, do_lower_case):
+  """What a cached feature file depends on; a cache with another fingerprint is stale."""
+  with io.open_binary(source) as f:
+    digest = hashlib.sha256(f.read()).hexdigest()
+  return {"source": source, "source_sha256": digest, "labels": list(labels),
+          "max_seq_length": max_seq_length, "doc_stride": doc_stride,
+          "tokenizer": os.path.basename(tokenizer_file or ""), "do_lower_case": do_lower_case}
+
+
+def fingerprint_path(path):
+  return path + ".json"
+
+
+def is_fresh(path, expected) -> bool:
+  """Whether the cached features at path exist and were written for `expected` (a
+  fingerprint)."""
+  meta = fingerprint_path(path)
+  return (io.exists(path) and io.exists(meta)
+          and json.loads(io.read_text(meta)) == json.loads(json.dumps(expected)))
+
+
+def write_features(sentences, tokenizer, labels, max_seq_length, doc_stride, path,
+                   stamp=None) -> int:
+  """Writes the features of every sentence to TFRecord file `path` (atomically), and `stamp`
+  (a fingerprint) beside it. Returns the number of records."""
+  with AtomicTFRecordWriter(path) as writer:
+    for index, sentence in enumerate(sentences):
+      for feature in sentence_features(tokenizer, sentence, labels, max_seq_length, doc_stride):
+        record = {name: int64_feature(feature[name]) for name in SEQUENCE_FEATURES}
+        record["sentence_index"] = int64_feature([index])
+        writer.write(encode_example(record))
+    count = writer.count
+  if stamp is not None:
+    io.write_text_atomically(fingerprint_path(path), json.dumps(stamp, sort_keys=True))
+  return count

@@ -1,0 +1,179 @@
+"""NER data and features: CoNLL reading (every split name, tag scheme and error), the label list,
+windows with one prediction per word, and the entity metric against seqeval's."""
+
+import os
+import random
+
+import pytest
+from seqeval import metrics as seqeval_metrics
+from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
+
+from albert_tf.tasks.ner import data, features, labels
+from albert_tf.tasks.ner.metrics import entity_metrics, get_entities
+from albert_tf.tokenization import FullTokenizer
+
+from helpers import TESTDATA
+
+NER = os.path.join(TESTDATA, "ner")
+SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
+
+
+def _write(tmp_path, name, text):
+  path = tmp_path / name
+  path.write_text(text)
+  return str(path)
+
+
+# ---- reading ---------------------------------------------------------------------------------
+def test_fixture_splits_read_with_docstart_skipped():
+  counts = {split: len(data.read_split(NER, split)) for split in data.SPLIT_FILES}
+  assert counts == {"train": 400, "dev": 80, "test": 80}
+  train = data.read_split(NER, "train")
+  assert all("-DOCSTART-" not in s.words for s in train)
+  assert train[0].words[:4] == ("Called", "to", "implement", "Wisbex")
+  assert train[0].tags[3:5] == ("B-ORG", "I-ORG") and train[0].line == 3
+  # O first, then sorted (the fixture's MISC entities are one word: no I-MISC).
+  assert data.labels_of(train) == ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-ORG",
+                                   "I-PER"]
+
+
+def test_conll2003_names_tag_schemes_and_untagged_test(tmp_path):
+  # IOB1 (I- opens an entity), IOBES, tabs, \r\n, several blank lines, the tag last of 2 columns.
+  _write(tmp_path, "eng.train", "-DOCSTART- -X- O\n\nEU\tNNP I-ORG\r\nrejects x O\n\n\n"
+         "S-PER\n")  # a word that looks like a tag but has none: an error below
+  with pytest.raises(data.NerDataError, match=r"eng\.train:7: .*no tag"):
+    data.read_split(str(tmp_path), "train")
+  _write(tmp_path, "eng.train", "Peter S-PER\nin O\nNew B-LOC\nYork E-LOC\n\nEU I-ORG\n")
+  train = data.read_split(str(tmp_path), "train")
+  assert [s.tags for s in train] == [("S-PER", "O", "B-LOC", "E-LOC"), ("I-ORG",)]
+  assert data.labels_of(train) == ["O", "B-LOC", "E-LOC", "I-ORG", "S-PER"]
+  _write(tmp_path, "eng.testb", "Peter\nruns\n\nhome\n")
+  test = data.read_split(str(tmp_path), "test")
+  assert [s.words for s in test] == [("Peter", "runs"), ("home",)] and test[0].tags is None
+
+
+def test_bad_input_names_file_and_line(tmp_path):
+  path = _write(tmp_path, "train.txt", "a O\nb B-PER\n\nc B-LOC\n")
+  sentences = data.read_conll(path)
+  with pytest.raises(data.NerDataError, match=r"train\.txt:4: tag 'B-LOC' is not in the label"):
+    data.check_tags(sentences, ["O", "B-PER"], path)
+  _write(tmp_path, "dev.txt", "-DOCSTART- -X- O\n\n\n")
+  with pytest.raises(data.NerDataError, match=r"dev\.txt: no sentence"):
+    data.read_split(str(tmp_path), "dev")
+  _write(tmp_path, "dev.txt", "a\nb\n")  # dev needs tags
+  with pytest.raises(data.NerDataError, match=r"dev\.txt:1: line 'a' has no tag"):
+    data.read_split(str(tmp_path), "dev")
+  with pytest.raises(data.NerDataError, match="no test file .*test.txt or eng.testb"):
+    data.split_file(str(tmp_path), "test")
+  with pytest.raises(data.NerDataError, match="distinct"):
+    data.parse_label_list("O,O")
+
+
+def test_label_sources_in_order(tmp_path):
+  train = data.read_conll(_write(tmp_path, "t.txt", "a B-X\nb O\n"))
+  assert labels.resolve_labels("O,B-X,I-X", None, None, train)[0] == ["O", "B-X", "I-X"]
+  assert labels.resolve_labels(None, str(tmp_path), None, train)[0] == ["O", "B-X"]
+  labels.write_label_file(str(tmp_path), ["O", "B-Y"])
+  assert labels.resolve_labels(None, str(tmp_path), None, train)[0] == ["O", "B-Y"]
+  hf_dir = os.path.join(TESTDATA, "hf_albert_tagging", "token_classifier")
+  assert labels.resolve_labels(None, None, hf_dir, None)[0][:3] == ["O", "B-PER", "I-PER"]
+  with pytest.raises(data.NerDataError, match="no label list"):
+    labels.resolve_labels(None, None, None, None)
+
+
+# ---- features --------------------------------------------------------------------------------
+class _Pieces:
+  """A tokenizer stand-in: a word's pieces are its characters; "" gives none."""
+  sp_model = object()
+
+  def tokenize(self, word):
+    return [] if word == "@" else list(word)
+
+  def convert_tokens_to_ids(self, tokens):
+    return [len(t) for t in tokens]
+
+
+def test_windows_predict_every_word_once_on_its_first_piece():
+  words = tuple(f"w{i}" + "x" * (i % 3) for i in range(40)) + ("@",)
+  sentence = data.Sentence(words, tuple("B-A" if i % 5 == 0 else "O" for i in range(41)), 1)
+  feats = features.sentence_features(_Pieces(), sentence, ["O", "B-A"], 16, 5)
+  assert len(feats) > 10
+  seen = {}
+  for f in feats:
+    assert len(f["input_ids"]) == 16 and set(f["segment_ids"]) == {0}
+    for column, w in enumerate(f["word_index"]):
+      if w >= 0:
+        assert w not in seen
+        seen[w] = f
+        assert f["label_weights"][column] == 1
+        assert f["label_ids"][column] == (1 if w % 5 == 0 else 0)
+  assert sorted(seen) == list(range(41))
+  assert all(f["label_weights"][0] == 0 and sum(f["label_weights"]) == sum(
+      w >= 0 for w in f["word_index"]) for f in feats)
+  assert features.word_pieces(_Pieces(), ["@"]) == [["<unk>"]]
+
+
+def test_real_tokenizer_long_fixture_sentence(tmp_path):
+  tokenizer = FullTokenizer(spm_model_file=SPM)
+  sentence = data.read_split(NER, "test")[0]
+  assert len(sentence.words) > 120
+  path = str(tmp_path / "f.tf_record")
+  stamp = features.fingerprint(os.path.join(NER, "test.txt"), ["O"], 32, 8, SPM, True)
+  count = features.write_features([sentence], tokenizer, ["O", "B-PER"], 32, 8, path, stamp)
+  assert count > 5 and features.is_fresh(path, stamp)
+  assert not features.is_fresh(path, dict(stamp, doc_stride=9))
+  feats = features.sentence_features(tokenizer, sentence, ["O"], 32, 8)
+  predicted = sorted(w for f in feats for w in f["word_index"] if w >= 0)
+  assert predicted == list(range(len(sentence.words)))
+  assert features.unk_piece(tokenizer) == "<unk>"
+
+
+# ---- metrics ---------------------------------------------------------------------------------
+_TAGS = ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "I-LOC", "E-LOC", "S-LOC", "I-MISC"]
+
+
+def _seqeval(gold, predicted):
+  report = seqeval_metrics.classification_report(gold, predicted, output_dict=True,
+                                                 zero_division=0)
+  out = {"precision": seqeval_metrics.precision_score(gold, predicted, zero_division=0),
+         "recall": seqeval_metrics.recall_score(gold, predicted, zero_division=0),
+         "f1": seqeval_metrics.f1_score(gold, predicted, zero_division=0),
+         "accuracy": seqeval_metrics.accuracy_score(gold, predicted)}
+  for type_, scores in report.items():
+    if not type_.endswith(" avg"):
+      out.update({f"{type_}_{k}": scores[k] for k in ("precision", "recall")})
+      out[f"{type_}_f1"] = scores["f1-score"]
+  return out
+
+
+def _assert_same(ours, theirs):
+  assert set(ours) == set(theirs)
+  for key in ours:
+    assert ours[key] == pytest.approx(theirs[key], abs=1e-12), key
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_entities_and_scores_equal_seqeval_on_adversarial_tags():
+  rng = random.Random(0)
+  for _ in range(2000):
+    tags = [rng.choice(_TAGS) for _ in range(rng.randint(0, 9))]
+    assert get_entities(tags) == seqeval_entities(tags), tags
+  # I- after O, I- of another type, IOB1, IOBES, E- alone, sentences with no entity.
+  gold = [["O", "I-PER", "I-PER", "O"], ["B-LOC", "I-PER"], ["S-PER", "B-LOC", "E-LOC"],
+          ["O", "O"], ["I-MISC", "B-MISC", "I-MISC"]]
+  predicted = [["O", "B-PER", "I-PER", "O"], ["B-LOC", "B-PER"], ["S-PER", "B-LOC", "I-LOC"],
+               ["E-PER", "O"], ["I-MISC", "I-MISC", "I-MISC"]]
+  _assert_same(entity_metrics(gold, predicted), _seqeval(gold, predicted))
+  for _ in range(50):
+    gold = [[rng.choice(_TAGS) for _ in range(rng.randint(1, 8))] for _ in range(6)]
+    predicted = [[rng.choice(_TAGS) for _ in s] for s in gold]
+    _assert_same(entity_metrics(gold, predicted), _seqeval(gold, predicted))
+
+
+def test_scores_equal_seqeval_on_the_fixture_tags_perturbed():
+  rng = random.Random(1)
+  gold = [list(s.tags) for s in data.read_split(NER, "dev")]
+  names = data.labels_of(data.read_split(NER, "dev"))
+  predicted = [[t if rng.random() < 0.9 else rng.choice(names) for t in s] for s in gold]
+  _assert_same(entity_metrics(gold, predicted), _seqeval(gold, predicted))
+  assert entity_metrics(gold, gold)["f1"] == 1.0
