@@ -37,6 +37,11 @@ def is_encoder_name(name: str) -> bool:
   return name.startswith("bert/")
 
 
+def is_layer_name(name: str) -> bool:
+  """True for the transformer layers' variables (`bert/encoder/transformer/...`)."""
+  return name.startswith("bert/encoder/transformer/")
+
+
 def is_model_weight_name(name: str) -> bool:
   """False for optimizer slots and global_step, which are never model weights."""
   return name not in NON_MODEL_VARIABLES and not name.endswith(OPTIMIZER_SLOT_SUFFIXES)
