@@ -222,6 +222,10 @@ def test_variant_trains_saves_reloads_and_exports(sharing, tmp_path):
       train=settings.TrainSettings(train_batch_size=2, num_train_steps=2, num_warmup_steps=1,
                                    iterations_per_loop=1, save_checkpoints_steps=2))
   PretrainingJob(job_settings).run()
+  tags = {value.tag for f in (out / "train").iterdir()
+          for event in tf.compat.v1.train.summary_iterator(str(f)) for value in event.summary.value}
+  assert "masked_lm_loss" in tags
+  assert ("sentence_order_loss" in tags) == (job_settings.sentence_order_loss_weight > 0), tags
   config = albert_tf.AlbertConfig.from_json_file(config_file)
   model = albert_tf.AlbertPretrainer(config)
   report = albert_tf.load_checkpoint(model, str(out))

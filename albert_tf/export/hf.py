@@ -36,9 +36,11 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
     The export directory.
 
   Raises:
+    ValueError: for a config HF cannot hold (parameter_sharing shared-attention or shared-FFN).
     FileExistsError: when export_dir exists and is not empty.
     ValueError, KeyError: as load_checkpoint, when the checkpoint does not match the config.
   """
+  config.check_hf_can_hold()  # before any loading: shared-attention / shared-FFN cannot go
   export_dir = checked_export_dir(export_dir)
   if spm_model_file:
     check_vocab_fits(spm_vocab_size(spm_model_file), config.vocab_size, spm_model_file,
