@@ -21,6 +21,13 @@ _DATA_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
+# Cross-layer sharing within each of num_hidden_groups groups (the paper's Table 4): every
+# sub-block shared (the original's only model), the attention sub-block shared with a per-layer
+# FFN, the FFN shared with per-layer attention, or nothing shared (one group per layer).
+PARAMETER_SHARING = ("all-shared", "shared-attention", "shared-FFN", "not-shared")
+# What transformers' AlbertModel can hold: it shares whole layers within groups, nothing finer.
+_HF_SHARING = ("all-shared", "not-shared")
+
 # Field -> default, as the original AlbertConfig defines them (xxlarge-shaped defaults).
 _DEFAULTS = {
     "vocab_size": None,
@@ -38,8 +45,11 @@ _DEFAULTS = {
     "max_position_embeddings": 512,
     "type_vocab_size": 2,
     "initializer_range": 0.02,
+    "parameter_sharing": "all-shared",
 }
 
+# Fields the original has not: written back only when given or not their default.
+_OURS_ONLY = ("parameter_sharing",)
 # Keys the released configs carry that the model does not use: kept without a warning.
 _RELEASED_UNUSED = ("net_structure_type", "gap_size", "num_memory_blocks")
 # Keys from_hf_config carries over from an HF config.json, for the task heads.
@@ -75,8 +85,10 @@ class AlbertConfig:
       num_hidden_groups (1), num_attention_heads (64), intermediate_size (16384),
       inner_group_num (1), down_scale_factor (1), hidden_act ("gelu"; also "relu", "tanh",
       "linear"), hidden_dropout_prob (0.0), attention_probs_dropout_prob (0.0),
-      max_position_embeddings (512), type_vocab_size (2), initializer_range (0.02); and any
-      extra key, kept as it is.
+      max_position_embeddings (512), type_vocab_size (2), initializer_range (0.02),
+      parameter_sharing ("all-shared"; also "shared-attention", "shared-FFN", "not-shared": what
+      the layers of each group share, see PARAMETER_SHARING; not in the original, whose
+      from_dict ignores it); and any extra key, kept as it is.
 
   Raises:
     ValueError: for an invalid value (see `validate`), or an unknown key that looks like a typo
@@ -118,8 +130,8 @@ class AlbertConfig:
     Raises:
       ValueError: naming the offending key: a size that is not a positive int, hidden_size not
         a multiple of num_attention_heads, num_hidden_groups outside [1, num_hidden_layers], an
-        unknown hidden_act, a dropout probability outside [0, 1), or a non-positive
-        initializer_range.
+        unknown hidden_act, a dropout probability outside [0, 1), a non-positive
+        initializer_range, or a parameter_sharing not in PARAMETER_SHARING.
     """
     for key in _POSITIVE_INTS:
       value = getattr(self, key)
@@ -143,6 +155,18 @@ class AlbertConfig:
     if not _is_number(self.initializer_range) or self.initializer_range <= 0:
       raise ValueError(f"albert config: `initializer_range` must be a positive number, got "
                        f"{self.initializer_range!r}")
+    if self.parameter_sharing not in PARAMETER_SHARING:
+      raise ValueError(f"albert config: `parameter_sharing` must be one of {PARAMETER_SHARING}, "
+                       f"got {self.parameter_sharing!r}{_did_you_mean(self.parameter_sharing)}")
+
+  @property
+  def num_parameter_groups(self) -> int:
+    """The number of layer groups the encoder holds: num_hidden_layers when not-shared (one
+    group per layer, the same model and variables as num_hidden_groups = num_hidden_layers),
+    else num_hidden_groups."""
+    if self.parameter_sharing == "not-shared":
+      return self.num_hidden_layers
+    return self.num_hidden_groups
 
   # ---------------------------------------------------------------------------------------------
   @classmethod
@@ -260,6 +284,19 @@ class AlbertConfig:
     except ValueError as e:
       raise ValueError(f"{path}: {e}") from e
 
+  def check_hf_can_hold(self) -> None:
+    """Raises unless transformers' ALBERT can hold this model (see to_hf_config).
+
+    Raises:
+      ValueError: for parameter_sharing shared-attention or shared-FFN.
+    """
+    if self.parameter_sharing not in _HF_SHARING:
+      raise ValueError(
+          f"albert config: parameter_sharing {self.parameter_sharing!r} has no Hugging Face "
+          "counterpart: transformers' ALBERT shares whole layers within num_hidden_groups "
+          f"groups, never the attention or the FFN alone. Only {_HF_SHARING} models go to or "
+          "come from HF; keep this one in the released layout, ours or .keras")
+
   def to_hf_config(self, architecture: str = "AlbertForPreTraining",
                    num_labels: int | None = None) -> dict:
     """The config as transformers' ALBERT `config.json` holds it (see `from_hf_config`).
@@ -270,12 +307,19 @@ class AlbertConfig:
         extra key `num_labels` if any.
 
     Returns:
-      A new dict, ready for json.dump.
+      A new dict, ready for json.dump. A not-shared model is written as num_hidden_groups =
+      num_hidden_layers, the same model in HF's terms (from_hf_config reads it back as that).
+
+    Raises:
+      ValueError: for parameter_sharing shared-attention or shared-FFN, which HF's ALBERT cannot
+        hold (it shares whole layers within groups, never one sub-block).
     """
+    self.check_hf_can_hold()
     act = self.hidden_act.lower()
-    values = {k: getattr(self, k) for k in _DEFAULTS if k not in ("hidden_act",
-                                                                   "down_scale_factor")}
+    values = {k: getattr(self, k) for k in _DEFAULTS
+              if k not in ("hidden_act", "down_scale_factor", "parameter_sharing")}
     values.update({
+        "num_hidden_groups": self.num_parameter_groups,
         "architectures": [architecture],
         "model_type": "albert",
         "hidden_act": "gelu_new" if act == "gelu" else act,
@@ -296,6 +340,7 @@ class AlbertConfig:
 
   def to_dict(self) -> dict:
     """Every field and extra key: those read from JSON first, in their order, then the others.
+    parameter_sharing, which the original has not, only when given or not its default.
 
     Returns:
       A new dict (a deep copy: changing it leaves the config unchanged).
@@ -304,6 +349,8 @@ class AlbertConfig:
     keys = self._key_order + [k for k in list(_DEFAULTS) + list(self.extra)
                               if k not in self._key_order]
     for key in keys:
+      if key in _OURS_ONLY and key not in self._key_order and getattr(self, key) == _DEFAULTS[key]:
+        continue  # a released config read and written back stays as it was
       if key in _DEFAULTS:
         out[key] = getattr(self, key)
       elif key in self.extra:
@@ -358,6 +405,16 @@ def _check_unknown_key(key, given):
     raise ValueError(f"albert config: unknown key `{key}`, did you mean `{field}`? (`{field}` "
                      f"{effect})")
   logger.warning("albert config: unknown key `%s` is not used by the model (kept as it is)", key)
+
+
+def _did_you_mean(value):
+  """", did you mean 'shared-FFN'?" for a near miss of a PARAMETER_SHARING value, else ""."""
+  if not isinstance(value, str):
+    return ""
+  lowered = {v.lower(): v for v in PARAMETER_SHARING}
+  close = difflib.get_close_matches(value.lower().replace("_", "-"), list(lowered), n=1,
+                                    cutoff=0.6)
+  return f", did you mean {lowered[close[0]]!r}?" if close else ""
 
 
 def _is_number(value):

@@ -52,6 +52,13 @@ flags.DEFINE_float("masked_lm_budget", 0,
 flags.DEFINE_string("spm_model_file", None,
                     "With --masked_lm_budget: the SentencePiece model, for the ids of [CLS], "
                     "[SEP], [MASK] (default 2, 3, 4 as ALBERT's).")
+flags.DEFINE_float("sentence_order_loss_weight", 1.0,
+                   "Weight of the sentence loss in the total (not in the original, which has "
+                   "1). It trains on the pairs the data holds: sentence order by default, "
+                   "next-sentence prediction on data made with create_pretraining_data's "
+                   "--random_next_sentence. 0 trains the masked LM alone (the paper's Table 5 "
+                   "ablation; no sentence-order metrics are logged in training, eval still "
+                   "reports them).", lower_bound=0.0)
 common_flags.define_run_flags()
 
 

@@ -121,6 +121,8 @@ class PretrainingSettings(JobSettings):
     do_train, do_eval, eval_batch_size, max_eval_steps: as the original's flags.
     masked_lm_budget: > 0 draws fresh masks every epoch with this masking probability.
     spm_model_file: with masked_lm_budget, where the ids of [CLS], [SEP], [MASK] come from.
+    sentence_order_loss_weight: the sentence loss's weight (SOP, or NSP on data made with
+      --random_next_sentence); 0 trains the masked LM alone.
   """
   input_file: str
   max_predictions_per_seq: int = 20
@@ -130,6 +132,7 @@ class PretrainingSettings(JobSettings):
   max_eval_steps: int = 100
   masked_lm_budget: float = 0.0
   spm_model_file: Optional[str] = None
+  sentence_order_loss_weight: float = 1.0
 
 
 @dataclasses.dataclass(kw_only=True)

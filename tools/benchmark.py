@@ -3,7 +3,9 @@
   python tools/benchmark.py --config=base --batch_size=8 --seq_length=128 --mode=all
 
 Prints one JSON line per measurement. `--config` is a preset name (base, large, xlarge, xxlarge)
-or a path to an albert_config.json.
+or a path to an albert_config.json; `--parameter_sharing` times one of the paper's variants of it
+(all-shared, shared-attention, shared-FFN, not-shared: the same FLOPs, other parameter counts,
+which forward and train lines report as `parameters`, the pretrainer's heads included).
 
 forward and train lines: seconds_per_step (median after warm-up), examples_per_second,
 peak_rss_mb, the model FLOPs (`pretraining_flops`: flops_per_forward_pass,
@@ -64,6 +66,11 @@ def define_flags():
   so tools/device_check.py and tests can use its functions beside their own flags)."""
   from albert_tf.settings import PRECISION_POLICIES  # no TensorFlow behind it
   flags.DEFINE_string("config", "base", "Preset name or path to an albert_config.json.")
+  from albert_tf.config import PARAMETER_SHARING  # no TensorFlow behind it either
+  flags.DEFINE_enum("parameter_sharing", None, list(PARAMETER_SHARING),
+                    "The paper's cross-layer sharing variant to time (default: the config's). "
+                    "The variants have the same FLOPs; not-shared has ~8x the parameters of "
+                    "all-shared at base size.")
   flags.DEFINE_integer("batch_size", 8, "Examples per step.")
   flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
   flags.DEFINE_integer("num_predictions", 20, "Masked-LM predictions per example.")
@@ -593,6 +600,8 @@ def _positive_ints(flag_name, values):
 
 def main(_):
   config = load_config(FLAGS.config)  # no TensorFlow yet: flag errors come at once
+  if FLAGS.parameter_sharing:
+    config = config.replace(parameter_sharing=FLAGS.parameter_sharing)
   modes = set(FLAGS.mode)
   token_counts = _positive_ints("serving_tokens", FLAGS.serving_tokens)
   batch_sizes = _positive_ints("serving_batch_sizes", FLAGS.serving_batch_sizes)
@@ -610,7 +619,9 @@ def main(_):
                   warmup_steps=FLAGS.warmup_steps, steps=FLAGS.steps,
                   peak_tflops=FLAGS.peak_tflops,
                   fields=dict(seq_length=FLAGS.seq_length, num_predictions=FLAGS.num_predictions,
-                              config=FLAGS.config, threads=os.cpu_count()))
+                              config=FLAGS.config, threads=os.cpu_count(),
+                              parameter_sharing=config.parameter_sharing,
+                              parameters=model.count_params()))
     if modes & {"forward", "all"}:
       report(benchmark_forward(model, config, batch, **timing))
     if modes & {"train", "all"}:

@@ -48,6 +48,7 @@ _LAYER = {
     "LayerNorm_1/gamma": ("full_layer_layer_norm.weight", False),
     "LayerNorm_1/beta": ("full_layer_layer_norm.bias", False),
 }
+_HF_LAYERS = "encoder.albert_layer_groups."
 _LAYER_NAME = re.compile(r"bert/encoder/transformer/group_(\d+)/inner_group_(\d+)/(.+)")
 
 # The other original names -> (HF key, `albert.` prefixed, transposed). The heads' output
@@ -199,12 +200,14 @@ def load_hf_checkpoint(model: keras.Model, path: str, init_from_group0: bool = F
     A LoadReport: model variables by their original names, unused ones by their HF keys.
 
   Raises:
-    ValueError: a variable of another shape (names it and both shapes), or an HF projection
+    ValueError: a model HF cannot hold (parameter_sharing shared-attention or shared-FFN), a
+      variable of another shape (names it and both shapes), or an HF projection
       `embedding_hidden_mapping_in` that the model (embedding_size == hidden_size) has no room
       for and that is not the identity.
     KeyError: encoder variables the checkpoint lacks (the config does not match it).
   """
   path = os.fspath(path)
+  model.config.check_hf_can_hold()
   tensors = read_safetensors(path)
   prefix = _PREFIX if any(k.startswith(_PREFIX) for k in tensors) else ""
   targets = layout.original_variable_map(model)
@@ -220,6 +223,7 @@ def load_hf_checkpoint(model: keras.Model, path: str, init_from_group0: bool = F
   used = set(sources.values()) | set(_TIED)
   used |= _check_projection(targets, tensors, prefix, path)
   _check_encoder(targets, sources, path, init_from_group0)
+  original.check_layers_used([k for k in tensors if _HF_LAYERS in k and k not in used], path)
   loaded, missing, from_group0 = original.load_variables(
       targets, sources, _Reader(tensors, transposed), path, init_from_group0,
       strict_encoder=False)
@@ -271,11 +275,15 @@ def hf_tensors(model):
     model: AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice or
       AlbertSpanLabeler.
 
+  Raises:
+    ValueError: for a model HF cannot hold (parameter_sharing shared-attention or shared-FFN).
+
   Returns:
     The tensors: for an AlbertModel without the `albert.` prefix; for AlbertSpanLabeler without
     the pooler (transformers' AlbertForQuestionAnswering has none); the tied decoder not written.
   """
   kind = architecture(model)
+  model.config.check_hf_can_hold()
   prefix = "" if kind == "AlbertModel" else _PREFIX
   tensors = {}
   for name, variable in layout.original_variable_map(model).items():
@@ -333,6 +341,7 @@ def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optio
 
   Raises:
     TypeError: for a model without an HF counterpart.
+    ValueError: for a model HF cannot hold (parameter_sharing shared-attention or shared-FFN).
   """
   directory = os.fspath(directory)
   kind = architecture(model)

@@ -66,6 +66,10 @@ def checkpoint_reader(prefix):
   return tf.compat.v1.train.NewCheckpointReader(prefix)
 
 
+# The config keys that decide which transformer variables a model has.
+_LAYOUT_KEYS = "parameter_sharing, num_hidden_groups, inner_group_num"
+
+
 def _group0_name(name):
   return re.sub(r"/group_\d+/", "/group_0/", name)
 
@@ -91,11 +95,33 @@ def load_original_checkpoint(model: keras.Model, path: str, init_from_group0: bo
   shapes = reader.get_variable_to_shape_map()
   targets = layout.original_variable_map(model)
   sources = {name: name for name in targets if name in shapes}
-  loaded, missing, from_group0 = load_variables(targets, sources, reader, prefix,
-                                                init_from_group0, strict_encoder)
   used = set(sources.values())
   unused = sorted(n for n in shapes if layout.is_model_weight_name(n) and n not in used)
+  if strict_encoder:
+    check_layers_used([n for n in unused if layout.is_layer_name(n)], prefix)
+  loaded, missing, from_group0 = load_variables(targets, sources, reader, prefix,
+                                                init_from_group0, strict_encoder)
   return LoadReport(prefix, loaded, missing, unused, from_group0)
+
+
+def check_layers_used(unused_layers, prefix):
+  """Raises when a checkpoint holds transformer layers the model has no place for: it was
+  trained with another layer layout (parameter_sharing, num_hidden_groups, inner_group_num), and
+  loading the part that fits would silently drop the rest (a not-shared checkpoint would load
+  into an all-shared model as its first layer alone).
+
+  Args:
+    unused_layers: the checkpoint's names of the unused transformer variables.
+    prefix: the checkpoint, for the message.
+
+  Raises:
+    KeyError: naming them, before anything is assigned.
+  """
+  if unused_layers:
+    raise KeyError(
+        f"checkpoint {prefix} holds {len(unused_layers)} transformer variables the model has no "
+        f"place for{_listing(sorted(unused_layers))}. It was trained with another layer layout: "
+        f"compare {_LAYOUT_KEYS} of the albert_config with the checkpoint's")
 
 
 def load_variables(targets, sources, reader, prefix, init_from_group0=False, strict_encoder=True):
@@ -133,7 +159,7 @@ def load_variables(targets, sources, reader, prefix, init_from_group0=False, str
     raise KeyError(
         f"checkpoint {prefix} lacks {len(missing_encoder)} encoder variables the model has"
         f"{_listing(missing_encoder)}. The albert_config does not match the config the checkpoint "
-        "was trained with: compare num_hidden_groups, inner_group_num and embedding_size"
+        f"was trained with: compare {_LAYOUT_KEYS} and embedding_size"
         + _group0_hint(missing_encoder, init_from_group0))
 
   for name, (source, variable) in plan.items():

@@ -11,6 +11,8 @@ from albert_tf.checkpoints import hf, layout, original
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Children of the root of a Runner's checkpoint that hold training state, not model weights.
 _TRAINING_STATE = ("optimizer", "global_step", "loss_scale", "save_counter")
+# The object path of the encoder's transformer layers in our checkpoints.
+_LAYERS_PATH = "encoder/transformer/"
 
 
 def is_original_layout(prefix):
@@ -80,11 +82,12 @@ def _load_ours(model, prefix, init_from_group0):
     key = _variable_key(graph.nodes[paired[id(variable)]]) if id(variable) in paired else None
     if key is not None:
       sources[name] = key
-  loaded, missing, from_group0 = original.load_variables(targets, sources, reader, prefix,
-                                                         init_from_group0)
   paired_nodes = set(paired.values())
   unused = sorted(path for node_id, path in _weight_paths(graph).items()
                   if node_id not in paired_nodes)
+  original.check_layers_used([p for p in unused if p.startswith(_LAYERS_PATH)], prefix)
+  loaded, missing, from_group0 = original.load_variables(targets, sources, reader, prefix,
+                                                         init_from_group0)
   return original.LoadReport(prefix, loaded, missing, unused, from_group0)
 
 

@@ -65,12 +65,13 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
 
   Raises:
     FileExistsError: when export_dir exists and is not empty.
-    ValueError: a head without a transformers class, one the checkpoint lacks, or (auto) one it
+    ValueError: a config HF cannot hold (parameter_sharing shared-attention or shared-FFN); a head without a transformers class, one the checkpoint lacks, or (auto) one it
       cannot tell (output_weights [1, H]: RACE's or a one-label classifier's), saying what to do.
     KeyError: as load_checkpoint, when the checkpoint does not match the config.
   """
   if head not in HEADS:
     raise ValueError(f"unknown head {head!r}: one of {', '.join(HEADS)}")
+  config.check_hf_can_hold()  # before any loading: shared-attention / shared-FFN cannot go
   export_dir = checked_export_dir(export_dir)
   if spm_model_file:
     check_vocab_fits(spm_vocab_size(spm_model_file), config.vocab_size, spm_model_file,

@@ -6,6 +6,14 @@ from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.common import Dense, layer_norm, layer_norm_variables
 
 
+# A block's two sub-blocks: self-attention with its output dense and LayerNorm; the FFN
+# (intermediate, output dense) with LayerNorm_1.
+SUB_BLOCKS = ("attention", "ffn")
+# parameter_sharing -> the sub-block shared by every layer of a group, the other one per layer.
+# all-shared shares both (whole blocks); not-shared shares none (one group per layer).
+_SHARED_PART = {"shared-attention": "attention", "shared-FFN": "ffn"}
+
+
 def group_index(layer_index: int, num_hidden_layers: int, num_hidden_groups: int) -> int:
   """The parameter group that a layer uses, with the original's float arithmetic.
 
@@ -26,7 +34,10 @@ class AttentionFFNBlock(keras.layers.Layer):
   x' = LN(x + dropout(attention(x))), y = LN(x' + dropout(ffn_output(act(intermediate(x'))))).
 
   Variables as the original's `attention_1/...`, `LayerNorm`, `ffn_1/intermediate/dense`,
-  `ffn_1/intermediate/output/dense` and `LayerNorm_1`.
+  `ffn_1/intermediate/output/dense` and `LayerNorm_1`. A block may run another block's attention
+  or FFN sub-block instead of its own (`shares`, `shared_parts`): the paper's shared-attention and
+  shared-FFN models. Such a block is built by SharedTransformer, which recreates the sharing from
+  its own config; the block's get_config describes a block that owns both parts.
 
   Args:
     hidden_size: int. H.
@@ -36,6 +47,8 @@ class AttentionFFNBlock(keras.layers.Layer):
     initializer_range: float. Standard deviation of the kernels' truncated-normal initializer.
     hidden_dropout_rate: float. Dropout on the attention and FFN outputs (training only).
     attention_dropout_rate: float. Dropout on the attention probabilities (training only).
+    shares: AttentionFFNBlock or None. The block whose `shared_parts` this one runs.
+    shared_parts: tuple of SUB_BLOCKS names ("attention", "ffn") taken from `shares`.
     **kwargs: passed to `keras.layers.Layer`.
 
   Call arguments:
@@ -50,7 +63,7 @@ class AttentionFFNBlock(keras.layers.Layer):
   def __init__(self, hidden_size: int, num_attention_heads: int, intermediate_size: int,
                hidden_act: str = "gelu", initializer_range: float = 0.02,
                hidden_dropout_rate: float = 0.0, attention_dropout_rate: float = 0.0,
-               **kwargs):
+               shares: "AttentionFFNBlock | None" = None, shared_parts: tuple = (), **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.num_attention_heads = num_attention_heads
@@ -59,23 +72,40 @@ class AttentionFFNBlock(keras.layers.Layer):
     self.initializer_range = initializer_range
     self.hidden_dropout_rate = hidden_dropout_rate
     self.attention_dropout_rate = attention_dropout_rate
-    self.attention = AlbertAttention(hidden_size, num_attention_heads, initializer_range,
-                                     attention_dropout_rate, name="attention")
-    self.attention_layer_norm = layer_norm("LayerNorm")
-    self.intermediate = Dense(intermediate_size, activation=hidden_act,
-                              initializer_range=initializer_range, name="intermediate")
-    self.ffn_output = Dense(hidden_size, initializer_range=initializer_range, name="ffn_output")
-    self.ffn_layer_norm = layer_norm("LayerNorm_1")
+    unknown = set(shared_parts) - set(SUB_BLOCKS)
+    if unknown or (shared_parts and shares is None):
+      raise ValueError(f"AttentionFFNBlock: shared_parts {tuple(shared_parts)} must name parts "
+                       f"of {SUB_BLOCKS} and come with the block `shares` that owns them")
+    # The same layer objects as `shares` for a shared part: one set of variables, run by both
+    # blocks (Keras and tf.train.Checkpoint track a layer held twice once).
+    if "attention" in shared_parts:
+      self.attention = shares.attention
+      self.attention_layer_norm = shares.attention_layer_norm
+    else:
+      self.attention = AlbertAttention(hidden_size, num_attention_heads, initializer_range,
+                                       attention_dropout_rate, name="attention")
+      self.attention_layer_norm = layer_norm("LayerNorm")
+    if "ffn" in shared_parts:
+      self.intermediate = shares.intermediate
+      self.ffn_output = shares.ffn_output
+      self.ffn_layer_norm = shares.ffn_layer_norm
+    else:
+      self.intermediate = Dense(intermediate_size, activation=hidden_act,
+                                initializer_range=initializer_range, name="intermediate")
+      self.ffn_output = Dense(hidden_size, initializer_range=initializer_range,
+                              name="ffn_output")
+      self.ffn_layer_norm = layer_norm("LayerNorm_1")
     self.attention_output_dropout = keras.layers.Dropout(hidden_dropout_rate)
     self.ffn_output_dropout = keras.layers.Dropout(hidden_dropout_rate)
 
   def build(self, input_shape=None):
     hidden = (None, None, self.hidden_size)
-    self.attention.build(hidden)
-    self.attention_layer_norm.build(hidden)
-    self.intermediate.build(hidden)
-    self.ffn_output.build((None, None, self.intermediate_size))
-    self.ffn_layer_norm.build(hidden)
+    shapes = ((self.attention, hidden), (self.attention_layer_norm, hidden),
+              (self.intermediate, hidden), (self.ffn_output, (None, None, self.intermediate_size)),
+              (self.ffn_layer_norm, hidden))
+    for layer, shape in shapes:
+      if not layer.built:  # a shared part is built by its owner; building again would remake it
+        layer.build(shape)
     self.built = True
 
   def call(self, x, mask_adder, training=False):
@@ -91,10 +121,19 @@ class AttentionFFNBlock(keras.layers.Layer):
 
   def original_variables(self, prefix: str) -> dict:
     """{original name: variable} under `prefix` (e.g.
-    `bert/encoder/transformer/group_0/inner_group_0`)."""
-    names = self.attention.original_variables(f"{prefix}/attention_1")
-    names.update(layer_norm_variables(f"{prefix}/LayerNorm", self.attention_layer_norm))
-    names.update(self.intermediate.original_variables(f"{prefix}/ffn_1/intermediate/dense"))
+    `bert/encoder/transformer/group_0/inner_group_0`): both sub-blocks'."""
+    names = self.sub_block_variables("attention", prefix)
+    names.update(self.sub_block_variables("ffn", prefix))
+    return names
+
+  def sub_block_variables(self, part: str, prefix: str) -> dict:
+    """{original name: variable} of one sub-block under `prefix`: "attention" (`attention_1/...`,
+    `LayerNorm`) or "ffn" (`ffn_1/...`, `LayerNorm_1`)."""
+    if part == "attention":
+      names = self.attention.original_variables(f"{prefix}/attention_1")
+      names.update(layer_norm_variables(f"{prefix}/LayerNorm", self.attention_layer_norm))
+      return names
+    names = self.intermediate.original_variables(f"{prefix}/ffn_1/intermediate/dense")
     names.update(self.ffn_output.original_variables(f"{prefix}/ffn_1/intermediate/output/dense"))
     names.update(layer_norm_variables(f"{prefix}/LayerNorm_1", self.ffn_layer_norm))
     return names
@@ -113,16 +152,27 @@ class AttentionFFNBlock(keras.layers.Layer):
 class SharedTransformer(keras.layers.Layer):
   """ALBERT's encoder stack with cross-layer parameter sharing.
 
-  Holds `num_hidden_groups` groups of `inner_group_num` blocks (`self.groups[g][i]`, also the
-  attribute `group_{g}_inner_group_{i}`). Layer l of `num_hidden_layers` runs the blocks of group
-  `group_index(l, num_hidden_layers, num_hidden_groups)` in order.
+  Layer l of `num_hidden_layers` belongs to group `group_index(l, num_hidden_layers, groups)`
+  and runs `inner_group_num` blocks. What the layers of a group share (`parameter_sharing`, the
+  paper's Table 4):
+  - "all-shared" (the original's only model): whole blocks. The transformer holds
+    `num_hidden_groups` groups of blocks (`self.groups[g][i]`, also the attribute
+    `group_{g}_inner_group_{i}`).
+  - "not-shared": nothing, built as num_hidden_groups = num_hidden_layers (one group per layer):
+    the same variables, so either model loads the other's checkpoints.
+  - "shared-attention" / "shared-FFN": that sub-block is shared by the group's layers, the other
+    is per layer. Every layer has its blocks (attributes `layer_{l}_inner_group_{i}`); the first
+    layer's blocks of each group own the shared sub-block (`self.groups[g]`), the later layers'
+    run it.
 
   Args:
     num_hidden_layers: int. The number of layers run.
-    num_hidden_groups: int. The number of parameter groups, 1 <= it <= num_hidden_layers.
-    inner_group_num: int. The number of blocks in each group.
+    num_hidden_groups: int. The number of parameter groups, 1 <= it <= num_hidden_layers
+      (ignored when not-shared).
+    inner_group_num: int. The number of blocks in each layer.
     hidden_size, num_attention_heads, intermediate_size, hidden_act, initializer_range,
     hidden_dropout_rate, attention_dropout_rate: each block's (see `AttentionFFNBlock`).
+    parameter_sharing: str. One of config.PARAMETER_SHARING.
     **kwargs: passed to `keras.layers.Layer`.
 
   Call arguments:
@@ -139,30 +189,57 @@ class SharedTransformer(keras.layers.Layer):
                hidden_size: int, num_attention_heads: int, intermediate_size: int,
                hidden_act: str = "gelu", initializer_range: float = 0.02,
                hidden_dropout_rate: float = 0.0, attention_dropout_rate: float = 0.0,
-               **kwargs):
+               parameter_sharing: str = "all-shared", **kwargs):
     super().__init__(**kwargs)
+    if parameter_sharing not in ("all-shared", "not-shared", *_SHARED_PART):
+      raise ValueError(f"SharedTransformer: unknown parameter_sharing {parameter_sharing!r}")
     self.num_hidden_layers = num_hidden_layers
     self.num_hidden_groups = num_hidden_groups
     self.inner_group_num = inner_group_num
+    self.parameter_sharing = parameter_sharing
+    self.num_parameter_groups = (num_hidden_layers if parameter_sharing == "not-shared"
+                                 else num_hidden_groups)
     self.block_config = dict(
         hidden_size=hidden_size, num_attention_heads=num_attention_heads,
         intermediate_size=intermediate_size, hidden_act=hidden_act,
         initializer_range=initializer_range, hidden_dropout_rate=hidden_dropout_rate,
         attention_dropout_rate=attention_dropout_rate)
-    self.blocks = []
-    for g in range(num_hidden_groups):
+    # layer_blocks[l]: the blocks layer l runs, in order.
+    self.layer_blocks = []
+    shared_part = _SHARED_PART.get(parameter_sharing)
+    firsts = {}  # group -> its first layer's blocks, which own the shared sub-block
+    for layer in range(num_hidden_layers):
+      g = self.group_of(layer)
+      if shared_part is None and g in firsts:
+        self.layer_blocks.append(firsts[g])  # whole blocks shared
+        continue
+      blocks = []
       for i in range(inner_group_num):
-        block = AttentionFFNBlock(**self.block_config, name=f"group_{g}_inner_group_{i}")
+        owner = firsts[g][i] if g in firsts else None
+        name = (f"group_{g}_inner_group_{i}" if shared_part is None
+                else f"layer_{layer}_inner_group_{i}")
+        block = AttentionFFNBlock(**self.block_config, name=name, shares=owner,
+                                  shared_parts=(shared_part,) if owner else ())
         # An attribute each: tf.train.Checkpoint sees a Keras 3 layer's attributes, not layers
         # held in lists.
-        setattr(self, f"group_{g}_inner_group_{i}", block)
-        self.blocks.append(block)
+        setattr(self, name, block)
+        blocks.append(block)
+      firsts.setdefault(g, blocks)
+      self.layer_blocks.append(blocks)
+    self.groups = [firsts[g] for g in range(self.num_parameter_groups)]
+
+  def group_of(self, layer: int) -> int:
+    """The parameter group of layer `layer` (see group_index)."""
+    return group_index(layer, self.num_hidden_layers, self.num_parameter_groups)
 
   @property
-  def groups(self) -> list:
-    """groups[g][i]: block i of parameter group g."""
-    n = self.inner_group_num
-    return [self.blocks[g * n:(g + 1) * n] for g in range(self.num_hidden_groups)]
+  def blocks(self) -> list:
+    """Every distinct block, layer by layer (a block shared by several layers once)."""
+    seen = {}
+    for blocks in self.layer_blocks:
+      for block in blocks:
+        seen.setdefault(id(block), block)
+    return list(seen.values())
 
   def build(self, input_shape=None):
     for block in self.blocks:
@@ -171,9 +248,8 @@ class SharedTransformer(keras.layers.Layer):
 
   def call(self, x, mask_adder, training=False):
     outputs = []
-    for layer in range(self.num_hidden_layers):
-      group = self.groups[group_index(layer, self.num_hidden_layers, self.num_hidden_groups)]
-      for block in group:
+    for blocks in self.layer_blocks:
+      for block in blocks:
         x = block(x, mask_adder, training=training)
         outputs.append(x)
     return outputs
@@ -184,16 +260,28 @@ class SharedTransformer(keras.layers.Layer):
 
   def original_variables(self, prefix: str) -> dict:
     """{original name: variable} under `prefix` (the original's `bert/encoder/transformer`):
-    `group_{g}/inner_group_{i}/...` for each block."""
+    `group_{g}/inner_group_{i}/...` for what group g shares, and
+    `group_{g}/inner_group_{i}/layer_{l}/...` (l counting all layers from 0) for a sub-block of
+    layer l's own (shared-attention: its `ffn_1/...` and `LayerNorm_1`; shared-FFN: its
+    `attention_1/...` and `LayerNorm`)."""
     names = {}
-    for g, group in enumerate(self.groups):
-      for i, block in enumerate(group):
-        names.update(block.original_variables(f"{prefix}/group_{g}/inner_group_{i}"))
+    shared_part = _SHARED_PART.get(self.parameter_sharing)
+    for layer, blocks in enumerate(self.layer_blocks):
+      g = self.group_of(layer)
+      for i, block in enumerate(blocks):
+        group_prefix = f"{prefix}/group_{g}/inner_group_{i}"
+        if shared_part is None:
+          names.update(block.original_variables(group_prefix))
+          continue
+        for part in SUB_BLOCKS:
+          names.update(block.sub_block_variables(
+              part, group_prefix if part == shared_part else f"{group_prefix}/layer_{layer}"))
     return names
 
   def get_config(self):
     config = super().get_config()
     config.update(num_hidden_layers=self.num_hidden_layers,
                   num_hidden_groups=self.num_hidden_groups,
-                  inner_group_num=self.inner_group_num, **self.block_config)
+                  inner_group_num=self.inner_group_num,
+                  parameter_sharing=self.parameter_sharing, **self.block_config)
     return config

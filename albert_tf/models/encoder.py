@@ -78,7 +78,8 @@ class AlbertModel(ConfiguredModel):
     self.transformer = SharedTransformer(
         c.num_hidden_layers, c.num_hidden_groups, c.inner_group_num, c.hidden_size,
         c.num_attention_heads, c.intermediate_size, c.hidden_act, c.initializer_range,
-        c.hidden_dropout_prob, c.attention_probs_dropout_prob, name="transformer")
+        c.hidden_dropout_prob, c.attention_probs_dropout_prob, c.parameter_sharing,
+        name="transformer")
     self.pooler = Pooler(c.hidden_size, c.initializer_range, name="pooler")
     self.build_weights()
 

@@ -1,6 +1,11 @@
 """Pretraining: the objective (MLM + sentence order) on the shared training runner, and the job
 behind run_pretraining.
 
+The sentence loss trains on whatever pairs the data holds: create_pretraining_data's default
+pairs are sentence order (SOP: label 1 = the two segments swapped), with --random_next_sentence
+next-sentence prediction (NSP: label 1 = segment B from another document). Its weight
+(sentence_order_loss_weight) scales it; 0 leaves MLM alone (the paper's Table 5).
+
 Losses are normalised over the whole global batch (every replica and micro-batch): the MLM loss is
 sum(w * nll) / (sum(w) + 1e-5) and the SOP loss the mean over all examples, so an update equals
 the original's single-device update on the same global batch, however it is split.
@@ -32,8 +37,22 @@ def metrics_from_sums(sums):
   }
 
 
+# The sentence-order metrics: not trained (nor logged) at sentence_order_loss_weight 0.
+_SOP_METRICS = ("sentence_order_accuracy", "sentence_order_loss")
+
+
 class PretrainingObjective(Objective):
-  """MLM + SOP with the original's per-example losses (models.losses), normalised globally."""
+  """MLM + SOP with the original's per-example losses (models.losses), normalised globally.
+
+  Args:
+    sentence_order_loss_weight: float >= 0. The sentence loss's weight in the total (1.0, the
+      original's). 0 trains the masked LM alone (the paper's Table 5 "None"): training logs and
+      summaries then carry no sentence-order metrics; evaluation still reports them, as the
+      paper's table does (an untrained head: chance accuracy).
+  """
+
+  def __init__(self, sentence_order_loss_weight: float = 1.0):
+    self.sentence_order_loss_weight = sentence_order_loss_weight
 
   def totals(self, features):
     return {"mlm_weight": tf.reduce_sum(tf.cast(features["masked_lm_weights"], tf.float32)),
@@ -61,16 +80,28 @@ class PretrainingObjective(Objective):
     }
 
   def loss(self, sums, totals):
-    return (sums["mlm_nll_sum"] / (totals["mlm_weight"] + 1e-5)
-            + sums["sop_nll_sum"] / totals["examples"])
+    mlm = sums["mlm_nll_sum"] / (totals["mlm_weight"] + 1e-5)
+    w = self.sentence_order_loss_weight
+    if w == 0:
+      return mlm  # not 0 * sop: a non-finite SOP loss would still poison the sum
+    sop = sums["sop_nll_sum"] / totals["examples"]
+    return mlm + (sop if w == 1 else w * sop)
 
   def metrics(self, sums):
+    metrics = metrics_from_sums(sums)
+    if self.sentence_order_loss_weight == 0:
+      metrics = {k: v for k, v in metrics.items() if k not in _SOP_METRICS}
+    return metrics
+
+  def eval_metrics(self, sums):
     return metrics_from_sums(sums)
 
 
 class PretrainingRunner(Runner):
-  def __init__(self, strategy, model, optimizer, settings, loss_scale=None):
-    super().__init__(strategy, model, optimizer, settings, PretrainingObjective(), loss_scale)
+  def __init__(self, strategy, model, optimizer, settings, loss_scale=None,
+               sentence_order_loss_weight=1.0):
+    super().__init__(strategy, model, optimizer, settings,
+                     PretrainingObjective(sentence_order_loss_weight), loss_scale)
 
 
 class PretrainingJob(Job):
@@ -87,6 +118,10 @@ class PretrainingJob(Job):
   def __init__(self, settings):
     if not settings.do_train and not settings.do_eval:
       raise UsageError("At least one of `do_train` or `do_eval` must be True.")
+    weight = settings.sentence_order_loss_weight
+    if not weight >= 0:  # also NaN
+      raise UsageError(f"--sentence_order_loss_weight must be >= 0 (0 trains the masked LM "
+                       f"alone), got {weight}")
     super().__init__(settings)
     self.input_files = expand_input_patterns(settings.input_file)
     try:
@@ -113,7 +148,7 @@ class PretrainingJob(Job):
     return AlbertPretrainer(self.config)
 
   def objective(self):
-    return PretrainingObjective()
+    return PretrainingObjective(self.settings.sentence_order_loss_weight)
 
   def dataset(self, is_training, batch_size, input_context, start_step=0):
     s = self.settings

@@ -36,6 +36,8 @@ class Objective:
     summed over micro-batches and replicas.
   loss(sums, totals): this replica's share of the global loss.
   metrics(sums): {name: float} from globally summed `sums` (for logs and summaries).
+  eval_metrics(sums): the same for `Runner.evaluate`; `metrics` unless an objective reports more
+    in evaluation than it trains.
   """
 
   def totals(self, features):
@@ -49,6 +51,9 @@ class Objective:
 
   def metrics(self, sums):
     raise NotImplementedError
+
+  def eval_metrics(self, sums):
+    return self.metrics(sums)
 
 
 def build_optimizer_for(model, optimizer):
@@ -206,7 +211,7 @@ class Runner:
       {name: float}: the objective's metrics over all of them, plus `global_step`.
     """
     totals = self._eval_loop(iterator, tf.constant(steps, tf.int32))
-    metrics = self.objective.metrics({k: float(v) for k, v in totals.items()})
+    metrics = self.objective.eval_metrics({k: float(v) for k, v in totals.items()})
     metrics["global_step"] = int(self.global_step.numpy())
     return metrics
 
