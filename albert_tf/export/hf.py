@@ -43,7 +43,7 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   if spm_model_file:
     check_vocab_fits(spm_vocab_size(spm_model_file), config.vocab_size, spm_model_file,
                      config_file)
-  model = _model_for(config, checkpoint)
+  model = model_for_checkpoint(config, checkpoint)
   report = load_checkpoint(model, checkpoint)
   if isinstance(model, AlbertPretrainer) and any(n.startswith("cls/") for n in report.missing):
     model = model.encoder  # no pretraining heads to write: random ones would mislead
@@ -52,8 +52,9 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   return export_dir
 
 
-def _model_for(config, checkpoint):
-  """The model whose head the checkpoint holds (see export_hf_layout)."""
+def model_for_checkpoint(config, checkpoint):
+  """The model whose head the checkpoint holds (see export_hf_layout); also the portable
+  exports' (export.portable)."""
   shapes = _shapes(checkpoint)
   for key in _CLASSIFIER:
     if key in shapes:
