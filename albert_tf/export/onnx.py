@@ -100,8 +100,10 @@ def quantize_dynamic(proto):
   with tempfile.TemporaryDirectory() as tmp:
     source, target = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "int8.onnx")
     onnx.save(proto, source)
+    # Shape inference knows no fused (com.microsoft) op's output type: they are all float.
     ort_quantize(source, target, per_channel=True, weight_type=QuantType.QInt8,
-                 op_types_to_quantize=["MatMul", "Gather", "Attention"])
+                 op_types_to_quantize=["MatMul", "Gather", "Attention"],
+                 extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return onnx.load(target)
 
 

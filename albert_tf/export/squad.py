@@ -274,5 +274,9 @@ def export_squad(job, version=None):
       s.model.max_seq_length,
       s.doc_stride, s.max_query_length, s.max_answer_length, s.n_best_size, job.v2,
       job.null_threshold())
-  return export_saved_model(module, os.fspath(s.export_dir),
+  path = export_saved_model(module, os.fspath(s.export_dir),
                             version if version is not None else int(time.time()))
+  if not job.v2:  # as the original's run_squad_v1: the float32 model, for devices
+    from albert_tf.export.tflite import export_beside_saved_model  # pylint: disable=import-outside-toplevel
+    export_beside_saved_model(job.model, path, s.model.max_seq_length)
+  return path

@@ -16,6 +16,7 @@ identical buffers. dedupe_buffers points every tensor at the first copy of its b
 """
 
 import hashlib
+import os
 
 import tensorflow as tf
 from tensorflow.lite.tools import flatbuffer_utils  # pylint: disable=no-name-in-module
@@ -91,3 +92,17 @@ def export_tflite(model, output_file, max_seq_length, quantize="none"):
   with io.AtomicFile(output_file) as f:
     f.write(data)
   return len(data)
+
+
+# The name the original's run_squad_v1 gave the TFLite file it wrote into its SavedModel's
+# directory.
+SAVED_MODEL_COMPANION = "albert_model.tflite"
+
+
+def export_beside_saved_model(model, saved_model_dir, max_seq_length):
+  """Writes `model` (float32) as <saved_model_dir>/albert_model.tflite, as the original's
+  run_squad_v1 --export_dir did: the same start/end logits as the SavedModel's features
+  signature, for on-device use. Returns the file's path."""
+  path = os.path.join(saved_model_dir, SAVED_MODEL_COMPANION)
+  export_tflite(model, path, max_seq_length)
+  return path
