@@ -137,3 +137,17 @@ def test_dynamic_length_benchmark_reports_equal_logits():
   assert lines[0]["examples"] == 288 and lines[0]["max_logit_diff"] < 1e-5
   for line in lines:  # (timings of a tiny model are too short to compare here)
     assert line["fixed_seconds"] > 0 and line["dynamic_seconds"] > 0 and line["speedup"] > 0
+
+
+@pytest.mark.slow
+def test_portable_runtime_lines(tmp_path):
+  """--serving_runtimes: each portable export timed in a process without TensorFlow."""
+  lines = _run_benchmark("--mode=serving", "--serving_tokens=8", "--serving_batch_sizes=2",
+                         "--serving_requests=3", "--serving_runtimes=tflite_int8,onnx",
+                         f"--serving_export_cache={tmp_path}")
+  assert [(l["runtime"], l["tokens"], l["batch_size"]) for l in lines] == [
+      (r, 8, b) for r in ("tflite_int8", "onnx") for b in (1, 2)]
+  for line in lines:
+    assert line["tensorflow_loaded"] is False and line["threads"] == 2
+    assert 0 < line["p50_ms"] <= line["p99_ms"] and line["file_bytes"] > 0
+  assert sorted(os.listdir(tmp_path)) == ["onnx.onnx", "tflite_int8.tflite"]

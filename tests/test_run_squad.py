@@ -14,7 +14,8 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.tasks.squad.export import SquadServingModule
 from albert_tf.tasks.squad import postprocess as squad_postprocess
-from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
+from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, run_binary
+from tfrecord_utils import read_examples
 
 SQUAD = os.path.join(TESTDATA, "original_finetuning", "squad")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
@@ -113,6 +114,7 @@ def test_train_predict_export(version, tmp_path):
     expected = [nbest[i][0]["start_log_prob"] + nbest[i][0]["end_log_prob"] for i in ids]
     np.testing.assert_allclose(np.array(served["score"])[same], np.array(expected)[same],
                                atol=1e-4)
+    _check_tflite_beside_saved_model(export, tmp_path)
   else:
     null_odds = _json(out / "null_odds.json")
     np.testing.assert_allclose(served["null_odds"], [null_odds[i] for i in ids], atol=1e-5)
@@ -125,6 +127,39 @@ def test_train_predict_export(version, tmp_path):
     _, questions, contexts = _questions("v2")
     answers = module.serve(tf.constant(questions), tf.constant(contexts))["answer"].numpy()
     assert [a.decode() for a in answers] == [nbest[i][0]["text"] for i in ids]
+
+
+# The .tflite file run_squad_v1 writes beside its SavedModel, run in LiteRT without TensorFlow.
+RUN_TFLITE = """
+import sys
+import numpy as np
+from albert_tf.export.portable_runtime import TfliteRunner
+features = dict(np.load(sys.argv[1]))
+out = TfliteRunner(sys.argv[2])(features)
+assert "tensorflow" not in sys.modules
+np.savez(sys.argv[3], start_logits=out["start_logits"], end_logits=out["end_logits"])
+"""
+
+
+def _check_tflite_beside_saved_model(export, tmp_path):
+  """albert_model.tflite (the original's name) answers the dev features as the SavedModel's
+  features signature does."""
+  [stamp] = os.listdir(export)
+  records = read_examples(os.path.join(SQUAD, "v1", "dev.tfrecord"))
+  features = {name: np.array([r[name] for r in records], np.int32)
+              for name in ("input_ids", "input_mask", "segment_ids")}
+  served = tf.saved_model.load(str(export / stamp)).signatures["features"](
+      p_mask=tf.zeros_like(features["input_ids"]),
+      **{k: tf.constant(v) for k, v in features.items()})
+  np.savez(tmp_path / "features.npz", **features)
+  result = subprocess.run([sys.executable, "-c", RUN_TFLITE, str(tmp_path / "features.npz"),
+                           str(export / stamp / "albert_model.tflite"),
+                           str(tmp_path / "tflite.npz")], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  lite = np.load(tmp_path / "tflite.npz")
+  np.testing.assert_allclose(lite["start_logits"], served["start_log_prob"].numpy(), atol=1e-4)
+  np.testing.assert_allclose(lite["end_logits"], served["end_log_prob"].numpy(), atol=1e-4)
 
 
 def test_an_empty_predict_file_fails_before_training(tmp_path):

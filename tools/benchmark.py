@@ -22,6 +22,10 @@ then loaded and called in a child process that does not import albert_tf, as TF 
 For each of --serving_tokens (a request's length, [CLS] and [SEP] included): the text signature
 on a text SentencePiece cuts into that many tokens, and the tokens signature on [B, tokens] ids;
 at batch 1 (p50_ms / p99_ms latency) and at each of --serving_batch_sizes (examples_per_second).
+--serving_runtimes adds the portable exports (tflite, tflite_int8: LiteRT; onnx, onnx_int8: ONNX
+Runtime, int8 after its BERT fusions) of a random-weight encoder on the same [B, tokens] ids,
+each in its own child process without TensorFlow, --serving_threads threads; every line names
+its `runtime`.
 
 The functions here are also tools/device_check.py's. Importing this module defines no flags and
 loads neither TensorFlow nor albert_tf: the serving child must run without albert_tf, and the
@@ -55,6 +59,15 @@ DEFAULT_SPM_MODEL = os.path.join(REPO_ROOT, "tests", "testdata", "original_pretr
 # Words for the serving texts: ordinary English prose, so that SentencePiece cuts it as it cuts
 # requests (the synthetic "aaaa..." of a fixed length would be a few long pieces).
 SERVING_CORPUS = os.path.join(REPO_ROOT, "data", "sample", "corpus.txt")
+
+# Portable exports: runtime -> (file name, exporter module, quantize, ONNX Runtime fusions).
+# onnx_int8 is ORT's fastest CPU path: the BERT fusions, then int8 weights.
+PORTABLE_RUNTIMES = {
+    "tflite": ("tflite.tflite", "tflite", "none", False),
+    "tflite_int8": ("tflite_int8.tflite", "tflite", "dynamic_range", False),
+    "onnx": ("onnx.onnx", "onnx", "none", False),
+    "onnx_int8": ("onnx_int8.onnx", "onnx", "dynamic_range", True),
+}
 
 # Training = forward + backward, and the backward pass of a matmul is two matmuls of the same
 # size (gradients of both operands): 3x the forward FLOPs.
@@ -95,6 +108,17 @@ def define_flags():
   flags.DEFINE_enum("serving_precision", "float32", ["float32", "bfloat16"],
                     "Serving: the export's precision (bfloat16: built under mixed_bfloat16, "
                     "float32 weights and outputs).")
+  flags.DEFINE_list("serving_runtimes", ["saved_model"],
+                    "Serving: what to time, each in its own process: saved_model (the "
+                    "SavedModel's text and tokens signatures in TensorFlow), and the portable "
+                    "exports on token ids: " + ", ".join(PORTABLE_RUNTIMES) + " (LiteRT and "
+                    "ONNX Runtime, --serving_threads threads, without TensorFlow).")
+  flags.DEFINE_integer("serving_threads", 2, "Serving: LiteRT's / ONNX Runtime's CPU threads.",
+                       lower_bound=1)
+  flags.DEFINE_string("serving_export_cache", None,
+                      "Serving: a directory to keep the portable exports in and reuse them from "
+                      "(<runtime>.tflite / .onnx; a base-shape conversion takes minutes). The "
+                      "files must be of --config.")
   flags.DEFINE_integer("serving_requests", 30, "Timed requests per batch-1 serving measurement "
                        "(a sixth of them, at least 3, for the larger batches).", lower_bound=1)
   flags.DEFINE_integer("warmup_steps", 2, "Untimed calls first (tracing, compilation).")
@@ -337,6 +361,8 @@ def time_steps(fn, warmup, steps):
 
 
 def _block(result):
+  if isinstance(result, dict) and all(isinstance(v, np.ndarray) for v in result.values()):
+    return  # the portable runtimes' numpy outputs are ready, and they run without TensorFlow
   import tensorflow as tf
   for t in tf.nest.flatten(result):
     if hasattr(t, "numpy"):
@@ -520,26 +546,121 @@ def benchmark_serving(config, spm_model_file, token_counts, batch_sizes, request
             "requests": requests, "warmup": warmup, "vocab_size": config.vocab_size,
             "fields": {"serving_precision": serving_precision,
                        "export_max_seq_length": max(token_counts)}}
-    plan_file = os.path.join(base, "plan.json")
-    with open(plan_file, "w", encoding="utf-8") as f:
-      json.dump(plan, f)
-    code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
-            f"import benchmark; benchmark.serving_child({plan_file!r})")
-    # The child prints its lines to our stdout as it goes; its stderr (TensorFlow's start-up
-    # notices) is shown only if it fails.
-    sys.stdout.flush()
-    result = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
-                            check=False)
-    if result.returncode != 0:
-      raise RuntimeError(f"the serving measurement (a child process loading {saved_model}) "
-                         f"failed with exit status {result.returncode}:\n"
-                         f"{result.stderr[-3000:]}")
+    _run_child("serving_child", plan, base,
+               f"the serving measurement (a child process loading {saved_model})")
   finally:
     shutil.rmtree(base, ignore_errors=True)
 
 
 def _percentile_ms(seconds, q):
   return round(float(np.percentile(np.asarray(seconds) * 1000.0, q)), 2)
+
+
+def _timed_line(call, warmup, count, batch, **fields):
+  """Calls `call` warmup times, then times `count` calls: a serving line with p50_ms, p99_ms,
+  examples_per_second (batch per call) and `fields`. Returns (line, the last outputs)."""
+  for _ in range(warmup):
+    outputs = call()
+  times = []
+  for _ in range(count):
+    start = time.perf_counter()
+    outputs = call()
+    _block(outputs)
+    times.append(time.perf_counter() - start)
+  line = dict({"mode": "serving"}, **fields)
+  line.update(p50_ms=_percentile_ms(times, 50), p99_ms=_percentile_ms(times, 99),
+              examples_per_second=round(batch * len(times) / sum(times), 2), requests=count)
+  return line, outputs
+
+
+def _request_count(requests, batch):
+  return requests if batch == 1 else max(3, requests // 6)
+
+
+def export_portable(config, runtime, max_seq_length, directory):
+  """The portable export of a random-weight AlbertModel timed as `runtime` (PORTABLE_RUNTIMES),
+  written under `directory` unless it is there already. Returns its path."""
+  file_name, exporter, quantize, fused = PORTABLE_RUNTIMES[runtime]
+  path = os.path.join(directory, file_name)
+  if os.path.exists(path):
+    return path
+  import albert_tf
+  model = albert_tf.AlbertModel(config)
+  if exporter == "tflite":
+    from albert_tf.export.tflite import export_tflite
+    export_tflite(model, path, max_seq_length, quantize)
+  else:
+    from albert_tf.export.onnx import export_onnx
+    export_onnx(model, path, max_seq_length, quantize, optimize=fused)
+  return path
+
+
+def benchmark_portable(config, runtimes, token_counts, batch_sizes, requests, warmup, threads,
+                       export_cache=None):
+  """Exports each of `runtimes` (PORTABLE_RUNTIMES) and times it in its own child process
+  without TensorFlow (portable_child): one line per (tokens, batch size), on [B, tokens] ids.
+
+  Raises:
+    RuntimeError: when a child fails (its stderr's end in the message).
+  """
+  base = export_cache or tempfile.mkdtemp(prefix="albert_portable_bench_")
+  os.makedirs(base, exist_ok=True)
+  try:
+    for runtime in runtimes:
+      path = export_portable(config, runtime, max(token_counts), base)
+      plan = {"runtime": runtime, "path": path, "threads": threads,
+              "token_counts": list(token_counts),
+              "batch_sizes": [1] + [b for b in batch_sizes if b != 1],
+              "requests": requests, "warmup": warmup, "vocab_size": config.vocab_size,
+              "file_bytes": os.path.getsize(path)}
+      _run_child("portable_child", plan, base, f"the {runtime} measurement ({path})")
+  finally:
+    if export_cache is None:
+      shutil.rmtree(base, ignore_errors=True)
+
+
+def _run_child(function, plan, directory, what):
+  """Runs benchmark.<function>(plan file) in a child process; its lines go to our stdout."""
+  plan_file = os.path.join(directory, f"plan-{os.getpid()}.json")
+  with open(plan_file, "w", encoding="utf-8") as f:
+    json.dump(plan, f)
+  code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+          f"import benchmark; benchmark.{function}({plan_file!r})")
+  # The child's stderr (TensorFlow's start-up notices) is shown only if it fails.
+  sys.stdout.flush()
+  try:
+    result = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
+                            check=False)
+  finally:
+    os.remove(plan_file)
+  if result.returncode != 0:
+    raise RuntimeError(f"{what} failed with exit status {result.returncode}:\n"
+                       f"{result.stderr[-3000:]}")
+
+
+def portable_child(plan_file):
+  """A portable export's measurement, in a process without TensorFlow (as on a device or an ORT
+  server): prints a JSON line per (tokens, batch size)."""
+  sys.path.insert(0, REPO_ROOT)
+  from albert_tf.export.portable_runtime import runner_for
+  with open(plan_file, encoding="utf-8") as f:
+    plan = json.load(f)
+  run = runner_for(plan["path"], plan["threads"])
+  rng = np.random.default_rng(0)
+  for n in plan["token_counts"]:
+    for batch in plan["batch_sizes"]:
+      features = {"input_ids": rng.integers(5, min(plan["vocab_size"], 900), (batch, n),
+                                            dtype=np.int32),
+                  "input_mask": np.ones((batch, n), np.int32),
+                  "segment_ids": np.zeros((batch, n), np.int32)}
+      line, _ = _timed_line(lambda: run(features), plan["warmup"],
+                            _request_count(plan["requests"], batch), batch,
+                            runtime=plan["runtime"], signature="tokens", tokens=n,
+                            batch_size=batch)
+      line.update(threads=plan["threads"], file_bytes=plan["file_bytes"],
+                  peak_rss_mb=round(peak_rss_mb(), 1),
+                  tensorflow_loaded="tensorflow" in sys.modules)
+      print(json.dumps(line), flush=True)
 
 
 def serving_child(plan_file):
@@ -568,19 +689,10 @@ def serving_child(plan_file):
       }
       for label, (signature, inputs) in requests.items():
         fn = served.signatures[signature]
-        for _ in range(plan["warmup"]):
-          outputs = fn(**inputs)
-        count = plan["requests"] if batch == 1 else max(3, plan["requests"] // 6)
-        times = []
-        for _ in range(count):
-          start = time.perf_counter()
-          outputs = fn(**inputs)
-          _block(outputs)
-          times.append(time.perf_counter() - start)
-        line = {"mode": "serving", "signature": label, "tokens": n, "batch_size": batch,
-                "p50_ms": _percentile_ms(times, 50), "p99_ms": _percentile_ms(times, 99),
-                "examples_per_second": round(batch * len(times) / sum(times), 2),
-                "requests": count}
+        line, outputs = _timed_line(lambda: fn(**inputs), plan["warmup"],  # pylint: disable=cell-var-from-loop
+                                    _request_count(plan["requests"], batch), batch,
+                                    runtime="saved_model", signature=label, tokens=n,
+                                    batch_size=batch)
         if label == "text":
           line["text_tokens"] = int(outputs["input_mask"].numpy()[0].sum())
         line.update(plan["fields"], peak_rss_mb=round(peak_rss_mb(), 1), albert_tf_loaded=False)
@@ -605,6 +717,11 @@ def main(_):
   modes = set(FLAGS.mode)
   token_counts = _positive_ints("serving_tokens", FLAGS.serving_tokens)
   batch_sizes = _positive_ints("serving_batch_sizes", FLAGS.serving_batch_sizes)
+  runtimes = FLAGS.serving_runtimes
+  unknown = sorted(set(runtimes) - {"saved_model", *PORTABLE_RUNTIMES})
+  if unknown:
+    raise app.UsageError(f"--serving_runtimes={','.join(runtimes)}: {unknown} are not known; "
+                         f"choose from saved_model, {', '.join(PORTABLE_RUNTIMES)}")
   if modes & {"serving", "all"}:
     try:
       check_serving_tokens(config, token_counts)
@@ -628,8 +745,12 @@ def main(_):
       report(benchmark_train(strategy, model, config, batch, optimizer=FLAGS.optimizer,
                              iterations_per_loop=FLAGS.iterations_per_loop, **timing))
   if modes & {"serving", "all"}:
-    benchmark_serving(config, FLAGS.spm_model_file, token_counts, batch_sizes,
-                      FLAGS.serving_requests, FLAGS.warmup_steps, FLAGS.serving_precision)
+    if "saved_model" in runtimes:
+      benchmark_serving(config, FLAGS.spm_model_file, token_counts, batch_sizes,
+                        FLAGS.serving_requests, FLAGS.warmup_steps, FLAGS.serving_precision)
+    benchmark_portable(config, [r for r in runtimes if r != "saved_model"], token_counts,
+                       batch_sizes, FLAGS.serving_requests, FLAGS.warmup_steps,
+                       FLAGS.serving_threads, FLAGS.serving_export_cache)
 
 
 if __name__ == "__main__":

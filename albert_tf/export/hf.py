@@ -9,7 +9,7 @@ from albert_tf import io, labels, registry
 from albert_tf.checkpoints import hf, layout, load_checkpoint, original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.models import (AlbertClassifier, AlbertModel, AlbertMultipleChoice,
-                              AlbertPretrainer, AlbertSpanLabeler)
+                              AlbertPretrainer, AlbertSpanLabeler, AlbertSquadV2)
 from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
 
 # --head: the head to write (auto: the checkpoint's), and the transformers class of each.
@@ -77,19 +77,11 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
     check_vocab_fits(spm_vocab_size(spm_model_file), config.vocab_size, spm_model_file,
                      config_file)
   asked = head
-  if head == "auto":
-    head, num_labels = checkpoint_head(checkpoint)
-  else:
-    num_labels = _classifier_labels(_head_shapes(checkpoint)[0]) or 1
+  head, model = model_for_checkpoint(config, checkpoint, head)
   if head == "squad_v2":
     raise ValueError(f"{checkpoint} holds a SQuAD 2.0 head (AlbertSquadV2: start_logits/, "
                      "end_logits/, answer_class/), which transformers has no class for: "
                      f"{_WHAT_TO_DO}")
-  model = {"none": AlbertPretrainer, "pretraining": AlbertPretrainer,
-           "squad_v1": AlbertSpanLabeler,
-           "classifier": lambda c: AlbertClassifier(c, num_labels=num_labels),
-           "multiple_choice": AlbertMultipleChoice,
-           "token_classifier": lambda c: _tagger(c, checkpoint, num_labels)}[head](config)
   report = load_checkpoint(model, checkpoint)
   head_missing = [n for n in report.missing if not layout.is_encoder_name(n)]
   if head == "none" or (asked == "auto" and head == "pretraining" and head_missing):
@@ -107,6 +99,22 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   write_directory_atomically(export_dir, lambda directory: hf.save_hf_checkpoint(
       model, directory, spm_model_file, do_lower_case))
   return export_dir
+
+
+def model_for_checkpoint(config, checkpoint, head="auto"):
+  """(head, model): the head `checkpoint` holds (head="auto", see checkpoint_head) or the one
+  asked for, and a model with that head, not loaded yet (AlbertPretrainer for "none" and
+  "pretraining": its encoder is the AlbertModel)."""
+  if head == "auto":
+    head, num_labels = checkpoint_head(checkpoint)
+  else:
+    num_labels = _classifier_labels(_head_shapes(checkpoint)[0]) or 1
+  build = {"none": AlbertPretrainer, "pretraining": AlbertPretrainer,
+           "squad_v1": AlbertSpanLabeler, "squad_v2": AlbertSquadV2,
+           "classifier": lambda c: AlbertClassifier(c, num_labels=num_labels),
+           "multiple_choice": AlbertMultipleChoice,
+           "token_classifier": lambda c: _tagger(c, checkpoint, num_labels)}[head]
+  return head, build(config)
 
 
 def checkpoint_head(checkpoint):

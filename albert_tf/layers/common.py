@@ -49,7 +49,9 @@ def attention_mask_adder(input_mask: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
   Returns:
     `dtype` tensor [B, 1, 1, T]: 0 where attended, -10000 where masked, as the original.
   """
-  mask = tf.cast(input_mask, dtype)[:, tf.newaxis, tf.newaxis, :]
+  # A reshape, not `[:, tf.newaxis, tf.newaxis, :]`: TFLite's builtin StridedSlice takes at
+  # most one new axis, and the export must run without Flex ops (export.tflite).
+  mask = tf.reshape(tf.cast(input_mask, dtype), [tf.shape(input_mask)[0], 1, 1, -1])
   return (1.0 - mask) * ATTENTION_MASK_ADDER
 
 

@@ -1,0 +1,71 @@
+"""Runs the portable exports (export.tflite, export.onnx) in their runtimes, without TensorFlow:
+LiteRT's interpreter for .tflite, ONNX Runtime for .onnx. The tests and tools/benchmark.py call
+these in processes that never import TensorFlow, as a phone or an ORT server would.
+
+Features are {input_ids, input_mask, segment_ids: int32 [B, T]}; outputs {name: float32 array}
+(see export.portable for the names).
+"""
+
+import numpy as np
+
+INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+class TfliteRunner:
+  """A .tflite file's serving_default signature in LiteRT.
+
+  Args:
+    path: the .tflite file.
+    num_threads: LiteRT's CPU threads.
+  """
+
+  def __init__(self, path, num_threads=2):
+    from ai_edge_litert.interpreter import Interpreter  # pylint: disable=import-outside-toplevel
+    self.interpreter = Interpreter(model_path=path, num_threads=num_threads)
+    self.runner = self.interpreter.get_signature_runner("serving_default")
+    self.output_names = sorted(self.interpreter.get_signature_list()["serving_default"]["outputs"])
+
+  def __call__(self, features):
+    # The signature runner resizes the inputs to each request's [B, T].
+    return {name: np.asarray(value) for name, value in self.runner(
+        **{name: np.asarray(features[name], np.int32) for name in INPUT_NAMES}).items()}
+
+
+class OnnxRunner:
+  """An .onnx file in ONNX Runtime's CPU provider.
+
+  Args:
+    path: the .onnx file.
+    num_threads: ORT's intra-op threads.
+  """
+
+  def __init__(self, path, num_threads=2):
+    import onnxruntime as ort  # pylint: disable=import-outside-toplevel
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = num_threads
+    options.inter_op_num_threads = 1
+    self.session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    self.output_names = [o.name for o in self.session.get_outputs()]
+
+  def __call__(self, features):
+    values = self.session.run(self.output_names, {
+        name: np.asarray(features[name], np.int32) for name in INPUT_NAMES})
+    return dict(zip(self.output_names, values))
+
+
+def runner_for(path, num_threads=2):
+  """The runner of a .tflite or .onnx file, by its extension."""
+  if str(path).endswith(".tflite"):
+    return TfliteRunner(path, num_threads)
+  if str(path).endswith(".onnx"):
+    return OnnxRunner(path, num_threads)
+  raise ValueError(f"{path}: a portable export ends in .tflite or .onnx")
+
+
+def worst_cosine(a, b, input_mask):
+  """The lowest cosine similarity between a [B, T, H] and b over the real tokens (input_mask
+  1): how far a quantized sequence_output strays from the float one."""
+  a = np.asarray(a, np.float64)[np.asarray(input_mask) > 0]
+  b = np.asarray(b, np.float64)[np.asarray(input_mask) > 0]
+  cos = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-12)
+  return float(cos.min())

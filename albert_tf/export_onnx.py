@@ -1,0 +1,35 @@
+"""Exports a checkpoint as an ONNX file (tf2onnx), dynamic batch and length, each shared weight
+once.
+
+  python -m albert_tf.export_onnx --albert_config_file=model/albert_config.json \
+      --init_checkpoint=model --output_file=albert.onnx --quantize=dynamic_range
+
+Inputs input_ids, input_mask, segment_ids int32 [batch, length]; outputs sequence_output,
+pooled_output and the checkpoint's head outputs (see export.portable).
+"""
+
+from absl import app, flags
+
+from albert_tf.export import portable_flags
+from albert_tf.startup import quiet_tensorflow_startup
+
+FLAGS = portable_flags.FLAGS
+portable_flags.define_flags(("none", "dynamic_range"))
+flags.DEFINE_integer("opset", 17, "The ONNX opset to target.")
+flags.DEFINE_bool("ort_optimize", False,
+                  "Apply ONNX Runtime's transformer fusions (attention, LayerNorm, GELU): "
+                  "faster in ONNX Runtime, but the file then needs ONNX Runtime's own ops.")
+
+
+def main(argv):
+  del argv
+  quiet_tensorflow_startup()  # before anything imports TensorFlow
+  from albert_tf.export.onnx import export_onnx  # pylint: disable=import-outside-toplevel
+  model = portable_flags.model_from_flags()
+  size = export_onnx(model, FLAGS.output_file, FLAGS.max_seq_length, FLAGS.quantize,
+                     FLAGS.opset, FLAGS.ort_optimize)
+  portable_flags.report(FLAGS.output_file, size, model)
+
+
+if __name__ == "__main__":
+  app.run(main)

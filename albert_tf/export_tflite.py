@@ -1,0 +1,30 @@
+"""Exports a checkpoint as a TFLite (LiteRT) file: builtin ops only, each shared weight once.
+
+  python -m albert_tf.export_tflite --albert_config_file=model/albert_config.json \
+      --init_checkpoint=model --output_file=albert.tflite --quantize=dynamic_range
+
+Signature serving_default: input_ids, input_mask, segment_ids int32 [batch, length] ->
+sequence_output, pooled_output and the checkpoint's head outputs (see export.portable). Run it
+with ai_edge_litert.interpreter.Interpreter(...).get_signature_runner("serving_default").
+"""
+
+from absl import app
+
+from albert_tf.export import portable_flags
+from albert_tf.startup import quiet_tensorflow_startup
+
+FLAGS = portable_flags.FLAGS
+portable_flags.define_flags(("none", "float16", "dynamic_range"))
+
+
+def main(argv):
+  del argv
+  quiet_tensorflow_startup()  # before anything imports TensorFlow
+  from albert_tf.export.tflite import export_tflite  # pylint: disable=import-outside-toplevel
+  model = portable_flags.model_from_flags()
+  size = export_tflite(model, FLAGS.output_file, FLAGS.max_seq_length, FLAGS.quantize)
+  portable_flags.report(FLAGS.output_file, size, model)
+
+
+if __name__ == "__main__":
+  app.run(main)
