@@ -4,6 +4,8 @@ Imports no TensorFlow, so that a binary's --help answers at once. Each binary tu
 settings once (albert_tf.settings.from_values) and hands them to its job.
 """
 
+import sys
+
 from absl import flags
 
 from albert_tf import settings
@@ -110,15 +112,20 @@ def classifier_settings(settings_class, values):
 def run_job(job_module, job_class, job_settings):
   """What a training binary's main() does: builds `job_class` (a name in module `job_module`,
   imported only now, so that --help does not load TensorFlow) from settings and runs it.
-  Settings that cannot work end as a flag error."""
+  Settings that cannot work end as a flag error; a run preempted by SIGTERM exits with
+  PREEMPTED_EXIT_CODE (42) once its checkpoint is saved, for a scheduler to restart it."""
   # pylint: disable=import-outside-toplevel
   import importlib
   from absl import app
   from albert_tf.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()
-  from albert_tf.training.job import UsageError
+  from albert_tf.training.job import UsageError, log
+  from albert_tf.training.preemption import PREEMPTED_EXIT_CODE, Preempted
   # pylint: enable=import-outside-toplevel
   try:
     getattr(importlib.import_module(job_module), job_class)(job_settings).run()
   except UsageError as e:
     raise app.UsageError(str(e)) from None
+  except Preempted as e:
+    log(str(e))
+    sys.exit(PREEMPTED_EXIT_CODE)

@@ -16,7 +16,7 @@ import tensorflow as tf
 from albert_tf import io
 from albert_tf.checkpoints import hf
 from albert_tf.optimization import create_optimizer
-from albert_tf.training import precision
+from albert_tf.training import precision, preemption
 from albert_tf.training import runner as runners
 from albert_tf.training import strategy as strategies
 from albert_tf.training.lock import OutputDirLock
@@ -152,19 +152,26 @@ class Job:
       make_dataset: (input_context, start_step) -> this input pipeline's dataset of per-replica
         batches from the step the run starts (or resumes) at; built once per run.
       inputs: the files it reads (named when one is corrupt).
-      after_save: (step, checkpoint path) -> None, after each checkpoint.
+      after_save: (step, checkpoint path) -> None, after each scheduled checkpoint (not after
+        a save made because of preemption).
+
+    Raises:
+      Preempted: SIGTERM stopped the run, after saving the checkpoint of the step reached.
     """
     def iterator(step):
       return iter(self.strategy.distribute_datasets_from_function(
           lambda ctx: make_dataset(ctx, step)))
 
-    writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
-              if self.chief else None)
-    runners.install_sigterm_handler(log)
+    actions = []
+    if self.chief:
+      writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
+      actions.append(runners.summary_action(writer, self.train_settings.train_batch_size))
+    if after_save is not None:
+      actions.append(runners.after_save_action(after_save))
     try:
-      runners.run_training(self.runner, iterator, self.manager, self.train_settings, log, writer,
-                           examples_per_step=self.train_settings.train_batch_size,
-                           after_save=after_save)
+      with preemption.PreemptionWatcher(self.runner.stop_requested, log):
+        runners.run_training(self.runner, iterator, self.manager, self.train_settings, log,
+                             actions)
     except tf.errors.DataLossError as e:
       raise RuntimeError(
           f"corrupt TFRecord data in {inputs} ({e.message}); regenerate the file (a cached "

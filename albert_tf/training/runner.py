@@ -8,10 +8,11 @@ single-device update on the same global batch however it is split over replicas 
 micro-batches.
 """
 
+import dataclasses
 import math
 import os
-import signal
 import time
+from typing import Optional
 
 import tensorflow as tf
 
@@ -19,6 +20,8 @@ from albert_tf import io
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.checkpoints.layout import model_parts, original_variable_map
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
+from albert_tf.training import preemption
+from albert_tf.training import strategy as strategies
 from albert_tf.training import summaries
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -88,6 +91,8 @@ class Runner:
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False,
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
       build_optimizer_for(model, optimizer)
+    # Set by a PreemptionWatcher's thread while a call runs; a plain variable of this process.
+    self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
     # reduce_retracing: batches trimmed to their longest sequence come in several lengths.
     self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=settings.jit_compile,
                                     reduce_retracing=True)
@@ -165,25 +170,46 @@ class Runner:
     sums["learning_rate"] = lr / float(ctx.num_replicas_in_sync)  # summed back to lr
     return sums
 
+  def _stop_agreed(self):
+    """Whether to stop before the next step (stop_requested), as every worker sees it: summed
+    over the workers of a multi-worker run, so that all of them stop after the same step."""
+    if strategies.num_workers(self.strategy) == 1:
+      return self.stop_requested.read_value()
+    flags = self.strategy.run(lambda: tf.cast(self.stop_requested, tf.float32))
+    return self.strategy.reduce(SUM, flags, axis=None) > 0
+
   def _train_loop_impl(self, iterator, steps):
     sums = self.strategy.run(self._replica_step, args=(next(iterator),))
-    for _ in tf.range(steps - 1):
+    done, stop = tf.constant(1), self._stop_agreed()
+    while done < steps and not stop:
       sums = self.strategy.run(self._replica_step, args=(next(iterator),))
-    return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
+      done += 1
+      stop = self._stop_agreed()
+    return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}, stop
 
-  def train_steps(self, iterator, steps: int) -> dict:
-    """Runs `steps` updates in one compiled call.
+  def train_until_stopped(self, iterator, steps: int):
+    """Runs `steps` updates in one compiled call, or fewer when stop_requested is set meanwhile
+    (read before each update after the first: the call stops at a step boundary).
 
     Args:
       iterator: a (distributed) iterator of the global batches' per-replica features.
-      steps: the number of updates.
+      steps: the most updates to run.
+
+    Returns:
+      ({name: float}, stopped): the last update's global sums of the objective, `loss` and
+      `learning_rate`; whether stop_requested stopped the call (on every worker alike).
+    """
+    out, stopped = self._train_loop(iterator, tf.constant(steps, tf.int32))
+    return {k: float(v) for k, v in out.items()}, bool(stopped)
+
+  def train_steps(self, iterator, steps: int) -> dict:
+    """Runs `steps` updates in one compiled call (train_until_stopped without a stop).
 
     Returns:
       {name: float}: the last update's global sums of the objective, `loss` and
       `learning_rate`.
     """
-    out = self._train_loop(iterator, tf.constant(steps, tf.int32))
-    return {k: float(v) for k, v in out.items()}
+    return self.train_until_stopped(iterator, steps)[0]
 
   # -- evaluation -------------------------------------------------------------------------------
   def _eval_loop_impl(self, iterator, steps):
@@ -276,17 +302,63 @@ def _progress_line(runner, values, step, total, steps_per_sec, eta):
           f"({1 / steps_per_sec:.3f} s/step) ETA {eta:.0f}s"), metrics
 
 
-def run_training(runner, make_iterator, manager, settings, log, summary_writer=None,
-                 examples_per_step=None, after_save=None):
-  """Trains until num_train_steps, saving every save_checkpoints_steps (resumable).
+@dataclasses.dataclass
+class TrainEvent:
+  """What one training call reached, handed to each action of run_training.
+
+  step: the step reached. values: the last update's global sums, `loss` and `learning_rate`.
+  metrics: the objective's metrics of `values`. steps_per_second: of this call.
+  checkpoint: the checkpoint saved at `step`, or None. scheduled: it is a scheduled one (every
+  save_checkpoints_steps, and the last step), an evaluation point; a save made because of
+  preemption is not. preempted: the run stops after the actions (a signal came).
+  """
+  step: int
+  values: dict
+  metrics: dict
+  steps_per_second: float
+  checkpoint: Optional[str] = None
+  scheduled: bool = False
+  preempted: bool = False
+
+
+def summary_action(writer, examples_per_step=None):
+  """An action writing each call's scalars (metrics, loss, learning rate, speed) to `writer`."""
+  def write(event):
+    scalars = dict(event.metrics, loss=event.values["loss"],
+                   learning_rate=event.values["learning_rate"],
+                   steps_per_second=event.steps_per_second)
+    if examples_per_step:
+      scalars["examples_per_second"] = event.steps_per_second * examples_per_step
+    summaries.write_scalars(writer, event.step, scalars)
+  return write
+
+
+def after_save_action(after_save):
+  """An action calling after_save(step, path) after each scheduled checkpoint (fine-tuning
+  evaluates there). Not after a save made because of preemption: the run stops there, and an
+  evaluation due at that step runs after the restart (the checkpoint is then pending)."""
+  def call(event):
+    if event.checkpoint and event.scheduled and not event.preempted:
+      after_save(event.step, event.checkpoint)
+  return call
+
+
+def run_training(runner, make_iterator, manager, settings, log, actions=()):
+  """Trains until num_train_steps, saving every save_checkpoints_steps (resumable), and when
+  runner.stop_requested is set (see albert_tf.training.preemption): then at the step reached,
+  after which it raises Preempted.
 
   `make_iterator(step)` gives the training input from `step` on (the step the run starts or
   resumes at); it is built once, so every record is read once per epoch however often the run
   checkpoints (a seeded input resumes where an interrupted run stopped: see
   albert_tf.data.epochs). Calls are cut so that checkpoints fall on call boundaries. A NaN/Inf
   loss stops the run with a NonFiniteLossError before anything is saved, so the last checkpoint
-  stays the last good one. `after_save(step, path)` runs after each checkpoint (fine-tuning
-  evaluates there).
+  stays the last good one. Each action (a function of a TrainEvent: summary_action,
+  after_save_action...) runs after each call, in order, once its checkpoint is saved.
+
+  Raises:
+    Preempted: after the save and the actions, when a signal stopped the run.
+    NonFiniteLossError: a NaN/Inf loss.
   """
   step = int(runner.global_step.numpy())
   iterator = make_iterator(step)
@@ -296,36 +368,28 @@ def run_training(runner, make_iterator, manager, settings, log, summary_writer=N
     next_save = (step // settings.save_checkpoints_steps + 1) * settings.save_checkpoints_steps
     n = min(settings.iterations_per_loop, next_save - step, total - step)
     loop_start = time.time()
-    values = runner.train_steps(iterator, n)
-    step = int(runner.global_step.numpy())
+    values, preempted = runner.train_until_stopped(iterator, n)
+    done = int(runner.global_step.numpy()) - step
+    step += done
     if not math.isfinite(values["loss"]):
       raise NonFiniteLossError(
           f"loss is {values['loss']} at step {step}; stopping without saving. The last good "
           f"checkpoint is {manager.latest_checkpoint} (try a lower --learning_rate, or "
           "--mixed_precision=float32)")
-    elapsed = time.time() - loop_start
-    steps_per_sec = n / max(elapsed, 1e-9)
+    steps_per_sec = done / max(time.time() - loop_start, 1e-9)
     overall = (step - start_step) / max(time.time() - start_time, 1e-9)
     eta = (total - step) / max(overall, 1e-9)
     line, metrics = _progress_line(runner, values, step, total, steps_per_sec, eta)
     log(line)
-    if summary_writer is not None:
-      scalars = dict(metrics, loss=values["loss"], learning_rate=values["learning_rate"],
-                     steps_per_second=steps_per_sec)
-      if examples_per_step:
-        scalars["examples_per_second"] = steps_per_sec * examples_per_step
-      summaries.write_scalars(summary_writer, step, scalars)
-    if step % settings.save_checkpoints_steps == 0 or step == total:
-      path = manager.save(checkpoint_number=step)
-      log(f"saved checkpoint {path}")
-      if after_save is not None:
-        after_save(step, path)
+    event = TrainEvent(step, values, metrics, steps_per_sec, preempted=preempted,
+                       scheduled=step % settings.save_checkpoints_steps == 0 or step == total)
+    if event.scheduled or preempted:
+      event.checkpoint = manager.save(checkpoint_number=step)
+      log(f"saved checkpoint {event.checkpoint}")
+    for action in actions:
+      action(event)
+    if preempted:
+      raise preemption.Preempted(step, event.checkpoint)
   return step
 
 
-def install_sigterm_handler(log):
-  """Turns SIGTERM into KeyboardInterrupt so that a preempted run stops between steps."""
-  def handler(signum, frame):  # pylint: disable=unused-argument
-    log("SIGTERM received: stopping")
-    raise KeyboardInterrupt
-  signal.signal(signal.SIGTERM, handler)
