@@ -15,11 +15,16 @@ import tensorflow as tf
 
 from albert_tf import io
 from albert_tf.checkpoints import hf
+from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
 from albert_tf.training import precision, preemption
 from albert_tf.training import runner as runners
 from albert_tf.training import strategy as strategies
 from albert_tf.training.lock import OutputDirLock
+
+
+# Where an unseeded run keeps the data seed it drew, in output_dir.
+DATA_SEED_FILE = "data_seed.txt"
 
 
 class UsageError(ValueError):
@@ -78,6 +83,7 @@ class Job:
     self.chief = strategies.is_chief(self.strategy)
     self.model_dir = strategies.worker_dir(self.strategy, settings.output_dir)
     self._lock = None
+    self.data_seed = settings.run.data_seed  # unseeded: drawn or read by train()
     log(f"strategy {strategies.describe(self.strategy)} with "
         f"{self.strategy.num_replicas_in_sync} replicas")
 
@@ -127,6 +133,23 @@ class Job:
     # Through the chief: a lock it cannot take stops every worker, not the chief alone.
     strategies.run_on_chief(self.strategy, take_lock, f"the lock of {output_dir}")
 
+  def _resolve_data_seed(self):
+    """--data_seed; unseeded, the seed the first start in this output_dir drew and wrote to
+    DATA_SEED_FILE (a fresh output_dir draws a fresh one, as the original's unseeded input), so
+    that a resumed run goes on with the same order, and the same masks."""
+    seed = self.settings.run.data_seed
+    if seed is not None:
+      return seed
+    path = os.path.join(self.settings.output_dir, DATA_SEED_FILE)
+
+    def draw():
+      if not io.exists(path):
+        io.write_text_atomically(path, f"{epochs.resolve_seed(None)}\n")
+    strategies.run_on_chief(self.strategy, draw, path)
+    seed = int(io.read_text(path))
+    log(f"data seed {seed} (unseeded run; kept in {path} for resuming)")
+    return seed
+
   def build(self, train=None):
     """The model, optimizer, Runner and checkpoint manager; resumes from output_dir, else loads
     init_checkpoint. `train` replaces settings.train (e.g. steps counted from the data)."""
@@ -142,8 +165,9 @@ class Job:
     self.manager = runners.checkpoint_manager(self.checkpoint, self.model_dir,
                                               train.keep_checkpoint_max, log)
     model = self.settings.model
-    runners.restore_or_initialize(self.checkpoint, self.model, self.settings.output_dir,
-                                  model.init_checkpoint, log, model.init_from_group0)
+    self.restored_from = runners.restore_or_initialize(
+        self.checkpoint, self.model, self.settings.output_dir, model.init_checkpoint, log,
+        model.init_from_group0)
 
   def train(self, make_dataset, inputs, after_save=None):
     """Trains to num_train_steps.
@@ -158,6 +182,8 @@ class Job:
     Raises:
       Preempted: SIGTERM stopped the run, after saving the checkpoint of the step reached.
     """
+    self.data_seed = self._resolve_data_seed()
+
     def iterator(step):
       return iter(self.strategy.distribute_datasets_from_function(
           lambda ctx: make_dataset(ctx, step)))

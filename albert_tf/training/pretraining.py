@@ -117,7 +117,7 @@ class PretrainingJob(Job):
     return pretraining_dataset(self.input_files, s.model.max_seq_length,
                                s.max_predictions_per_seq, batch_size, is_training,
                                input_context=input_context, dynamic=self.dynamic,
-                               seed=s.run.data_seed, start_step=start_step)
+                               seed=self.data_seed, start_step=start_step)
 
   def flow(self, after_save):
     """Trains (resuming from output_dir), then evaluates into eval_results.txt."""

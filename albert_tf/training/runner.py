@@ -235,11 +235,23 @@ class Runner:
 
   # -- checkpoints ------------------------------------------------------------------------------
   def checkpoint(self):
-    """A tf.train.Checkpoint of the model's parts, the optimizer, the step (and loss scale)."""
+    """A tf.train.Checkpoint of the model's parts, the optimizer, the step, the dropout layers'
+    seed states (and loss scale)."""
     items = dict(model_parts(self.model), optimizer=self.optimizer, global_step=self.global_step)
+    seeds = dropout_seed_states(self.model)
+    if seeds:
+      items["dropout_seeds"] = seeds
     if self.loss_scale is not None:
       items["loss_scale"] = self.loss_scale
     return tf.train.Checkpoint(**items)
+
+
+def dropout_seed_states(model):
+  """The state variables of the model's Keras seed generators (its dropout layers'), in layer
+  order. Each dropout draw advances its generator's state: checkpointed, a resumed run drops
+  what an uninterrupted one drops (they are not model weights, so model_parts lacks them)."""
+  return [generator.state for layer in model._flatten_layers()  # pylint: disable=protected-access
+          for generator in getattr(layer, "_seed_generators", [])]
 
 
 def remove_partial_checkpoints(directory, log):
@@ -267,31 +279,71 @@ def checkpoint_manager(checkpoint, directory, keep_checkpoint_max, log):
 
 def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, log,
                           init_from_group0=False):
-  """Resumes from the latest checkpoint in output_dir (model, optimizer, step); else loads the
-  model weights of init_checkpoint (released layout or ours); else keeps the fresh weights.
-  Returns the checkpoint path used, or None."""
-  latest = tf.train.latest_checkpoint(output_dir) if io.isdir(output_dir) else None
-  if latest:
+  """Resumes from the latest checkpoint in output_dir (model, optimizer, step); one that cannot
+  be read (a truncated data file, an unreadable index) falls back to the previous one that the
+  checkpoint state lists, with a log line naming both. Without a checkpoint in output_dir, loads
+  the model weights of init_checkpoint (released layout or ours); else keeps the fresh weights.
+  Returns the checkpoint path used, or None.
+
+  Raises:
+    ValueError: checkpoints in output_dir, none of them readable; or one of another config,
+      task or optimizer.
+  """
+  state = tf.train.get_checkpoint_state(output_dir) if io.isdir(output_dir) else None
+  candidates = list(reversed(state.all_model_checkpoint_paths)) if state else []
+  if state and state.model_checkpoint_path not in candidates:
+    candidates.insert(0, state.model_checkpoint_path)
+  candidates = [_in_dir(output_dir, path) for path in candidates]
+  unreadable = []
+  for path in candidates:
     try:
-      # Checks the model's variables against the checkpoint's first: restoring the whole
-      # training state would leave variables of a changed config or task at random values.
-      report = load_checkpoint(model, latest)
-      if report.missing:
-        raise ValueError(f"it lacks {', '.join(report.missing)}")
-      checkpoint.read(latest).expect_partial()
-    except (KeyError, ValueError, tf.errors.OpError) as e:
-      reason = e.args[0] if isinstance(e, (KeyError, ValueError)) and e.args else e
-      raise ValueError(
-          f"cannot resume from {latest}: {reason}. A checkpoint in output_dir is resumed with "
-          "the albert_config, task and optimizer it was trained with: use those, or a new "
-          "--output_dir") from None
-    log(f"resumed from {latest} at step {int(checkpoint.global_step.numpy())}")
-    return latest
+      _resume(checkpoint, model, path)
+    # The reader raises IndexError for a truncated data file.
+    except (tf.errors.OpError, IndexError) as e:
+      unreadable.append(path)
+      log(f"cannot read checkpoint {path} ({_first_line(getattr(e, 'message', e))}): falling "
+          "back to the one before it")
+      continue
+    if unreadable:
+      log(f"resumed from {path} instead of the unreadable {unreadable[0]}")
+    log(f"resumed from {path} at step {int(checkpoint.global_step.numpy())}")
+    return path
+  if unreadable:
+    raise ValueError(
+        f"no readable checkpoint in {output_dir}: {', '.join(unreadable)} cannot be read. Remove "
+        "them (and the checkpoint file) to start afresh, or use another --output_dir")
   if init_checkpoint:
     report = load_checkpoint(model, init_checkpoint, init_from_group0)
     log(f"initialised from {init_checkpoint}: {report}")
     return init_checkpoint
   return None
+
+
+def _in_dir(directory, path):
+  """A checkpoint path of the checkpoint state, relative ones taken in `directory`."""
+  return path if os.path.isabs(path) or io.is_remote(path) else os.path.join(directory, path)
+
+
+def _first_line(text):
+  return str(text).strip().splitlines()[0] if str(text).strip() else ""
+
+
+def _resume(checkpoint, model, path):
+  """Restores the training state of `path`. Raises tf.errors.OpError or IndexError for an
+  unreadable checkpoint; ValueError for one of another config, task or optimizer."""
+  try:
+    # Checks the model's variables against the checkpoint's first: restoring the whole
+    # training state would leave variables of a changed config or task at random values.
+    report = load_checkpoint(model, path)
+    if report.missing:
+      raise ValueError(f"it lacks {', '.join(report.missing)}")
+    checkpoint.read(path).expect_partial()
+  except (KeyError, ValueError) as e:
+    reason = e.args[0] if e.args else e
+    raise ValueError(
+        f"cannot resume from {path}: {reason}. A checkpoint in output_dir is resumed with "
+        "the albert_config, task and optimizer it was trained with: use those, or a new "
+        "--output_dir") from None
 
 
 def _progress_line(runner, values, step, total, steps_per_sec, eta):
