@@ -46,10 +46,11 @@ def define_run_flags():
                        "If > 1, split the CPU into this many logical devices (to try "
                        "--strategy=mirrored without accelerators).")
   flags.DEFINE_integer("data_seed", None,
-                       "Seed of the training input order (default: unseeded, as the original). "
-                       "Every record is read once per epoch either way; a seeded input resumes "
-                       "where an interrupted run stopped, so it ends as if it had not stopped "
-                       "(not with --masked_lm_budget, whose masks are drawn unseeded).")
+                       "Seed of the training input order and of --masked_lm_budget's masks "
+                       "(default: unseeded, as the original: a seed drawn at the first start, "
+                       "kept in output_dir/data_seed.txt). Every record is read once per epoch "
+                       "either way; a resumed run goes on where the interrupted one stopped, so "
+                       "it ends as if it had not stopped.")
   flags.DEFINE_integer("random_seed", None,
                        "Seed of the weight initialisation and dropout (default: unseeded).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,

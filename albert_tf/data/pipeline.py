@@ -46,7 +46,7 @@ def decode_record(record, spec):
 
 def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, batch_size,
                         is_training, num_cpu_threads=4, input_context=None, dynamic=None,
-                        seed=None, start_step=0):
+                        seed=None, start_step=0, count_cache=None):
   """Batches of pretraining features.
 
   Training: an endless stream of epochs (see albert_tf.data.epochs), each reading every file once
@@ -57,6 +57,8 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
   per-replica batches. A `seed` fixes the order; with it, `start_step` > 0 starts where a run
   that has made start_step updates stopped (the stream skips the records those consumed, reading
   at most one epoch). Unseeded, every call draws a new order and start_step is ignored.
+  count_cache: (path, log, writes) of the record counts a resume needs (epochs.
+  cached_record_count), or None to count afresh.
   With `dynamic` (a DynamicMasking), masks are drawn afresh from token_boundary every epoch, with
   stateless random ops keyed by (seed, input pipeline, epoch, record index in its epoch): the same
   seeds give the same masks, resumed or not (eval: keyed by the record's position, seed or 0).
@@ -72,7 +74,7 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
   if is_training:
     d = _training_records(input_files, seed, input_context, num_cpu_threads,
                           start_step * epochs.records_per_step(global_batch_size, input_context),
-                          keyed)
+                          keyed, count_cache)
   else:
     d = tf.data.TFRecordDataset(input_files)
     if input_context is not None and input_context.num_input_pipelines > 1:
@@ -98,7 +100,7 @@ def _pipeline_key(seed, input_context):
 
 
 def _training_records(input_files, seed, input_context, num_cpu_threads, records_to_skip,
-                      keyed=False):
+                      keyed=False, count_cache=None):
   """The serialized training records of this input pipeline, from record records_to_skip of the
   seeded stream on. keyed: (mask key, record) pairs instead, the key a stateless seed fixed by
   (seed, pipeline, epoch, the record's index in its epoch): the same record of the same epoch
@@ -127,7 +129,8 @@ def _training_records(input_files, seed, input_context, num_cpu_threads, records
 
   start_epoch, offset = 0, 0
   if seeded and records_to_skip:
-    total = epochs.count_records(files)
+    total = (epochs.cached_record_count(files, *count_cache) if count_cache
+             else epochs.count_records(files))
     if not total:
       raise ValueError(f"the training input files {files} hold no records")
     start_epoch, offset = divmod(records_to_skip, total)

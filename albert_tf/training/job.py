@@ -183,6 +183,7 @@ class Job:
       Preempted: SIGTERM stopped the run, after saving the checkpoint of the step reached.
     """
     self.data_seed = self._resolve_data_seed()
+    self._check_records_consumed()
 
     def iterator(step):
       return iter(self.strategy.distribute_datasets_from_function(
@@ -203,6 +204,20 @@ class Job:
           f"corrupt TFRecord data in {inputs} ({e.message}); regenerate the file (a cached "
           f"feature file: delete it). The last checkpoint is {self.manager.latest_checkpoint}"
       ) from e
+
+  def _check_records_consumed(self):
+    """The input resumes at step x train_batch_size records: refuses a resume whose checkpoint
+    consumed another number (trained with another --train_batch_size), which would train on
+    records again or skip some."""
+    step = int(self.runner.global_step.numpy())
+    consumed = int(self.runner.records_consumed.numpy())
+    batch_size = self.train_settings.train_batch_size
+    # 0 at a later step: a checkpoint from before records were counted.
+    if consumed and consumed != step * batch_size:
+      raise UsageError(
+          f"--train_batch_size={batch_size}: the checkpoint in {self.settings.output_dir} was "
+          f"trained on {consumed} records in {step} steps, not {step} x {batch_size}; resume "
+          f"with the --train_batch_size it was trained with, or use a new --output_dir")
 
   def finish(self):
     """Releases output_dir; a non-chief worker removes its scratch checkpoints."""

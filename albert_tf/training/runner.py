@@ -93,6 +93,9 @@ class Runner:
       build_optimizer_for(model, optimizer)
     # Set by a PreemptionWatcher's thread while a call runs; a plain variable of this process.
     self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
+    # Training records consumed (global), checkpointed: a resume knows where the data stands.
+    self.records_consumed = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                        name="records_consumed")
     # reduce_retracing: batches trimmed to their longest sequence come in several lengths.
     self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=settings.jit_compile,
                                     reduce_retracing=True)
@@ -237,7 +240,8 @@ class Runner:
   def checkpoint(self):
     """A tf.train.Checkpoint of the model's parts, the optimizer, the step, the dropout layers'
     seed states (and loss scale)."""
-    items = dict(model_parts(self.model), optimizer=self.optimizer, global_step=self.global_step)
+    items = dict(model_parts(self.model), optimizer=self.optimizer, global_step=self.global_step,
+                 records_consumed=self.records_consumed)
     seeds = dropout_seed_states(self.model)
     if seeds:
       items["dropout_seeds"] = seeds
@@ -423,6 +427,7 @@ def run_training(runner, make_iterator, manager, settings, log, actions=()):
     values, preempted = runner.train_until_stopped(iterator, n)
     done = int(runner.global_step.numpy()) - step
     step += done
+    runner.records_consumed.assign_add(done * settings.train_batch_size)
     if not math.isfinite(values["loss"]):
       raise NonFiniteLossError(
           f"loss is {values['loss']} at step {step}; stopping without saving. The last good "
