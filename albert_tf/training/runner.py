@@ -202,7 +202,10 @@ class Runner:
       ({name: float}, stopped): the last update's global sums of the objective, `loss` and
       `learning_rate`; whether stop_requested stopped the call (on every worker alike).
     """
+    start = int(self.global_step.numpy())
     out, stopped = self._train_loop(iterator, tf.constant(steps, tf.int32))
+    done = int(self.global_step.numpy()) - start
+    self.records_consumed.assign_add(done * self.settings.train_batch_size)
     return {k: float(v) for k, v in out.items()}, bool(stopped)
 
   def train_steps(self, iterator, steps: int) -> dict:
@@ -427,7 +430,6 @@ def run_training(runner, make_iterator, manager, settings, log, actions=()):
     values, preempted = runner.train_until_stopped(iterator, n)
     done = int(runner.global_step.numpy()) - step
     step += done
-    runner.records_consumed.assign_add(done * settings.train_batch_size)
     if not math.isfinite(values["loss"]):
       raise NonFiniteLossError(
           f"loss is {values['loss']} at step {step}; stopping without saving. The last good "
