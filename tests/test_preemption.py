@@ -1,6 +1,7 @@
 """Preemption: SIGTERM mid-call saves the step reached and exits 42; the restarted run ends
 bit-identical to an uninterrupted one (dropout on, fixed and dynamic masks, two workers,
-run_classifier with its evaluations). A corrupt latest checkpoint falls back to the previous."""
+run_classifier with its evaluations). A corrupt latest checkpoint falls back to the previous;
+record counts are cached."""
 
 import json
 import os
@@ -189,7 +190,8 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path):
 
 
 def test_dynamic_masks_are_fixed_by_the_seeds():
-  from albert_tf.data.pipeline import DynamicMasking, pretraining_dataset  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from albert_tf.data.pipeline import DynamicMasking, pretraining_dataset
 
   def first_batches(seed):
     d = pretraining_dataset(RECORDS, 64, 10, 8, True, dynamic=DynamicMasking(vocab_size=1000),
@@ -198,3 +200,24 @@ def test_dynamic_masks_are_fixed_by_the_seeds():
 
   np.testing.assert_array_equal(first_batches(7), first_batches(7))
   assert not np.array_equal(first_batches(7)[0], first_batches(8)[0])
+
+
+def test_record_counts_are_cached_until_a_file_changes(tmp_path):
+  from albert_tf.data import epochs  # pylint: disable=import-outside-toplevel
+
+  def write(path, count):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+      for _ in range(count):
+        writer.write(b"x")
+    return str(path)
+
+  files = [write(tmp_path / "a.tfrecord", 3), write(tmp_path / "b.tfrecord", 4)]
+  cache, logged = str(tmp_path / "counts.json"), []
+  assert epochs.cached_record_count(files, cache, logged.append) == 7
+  with open(cache) as f:
+    assert json.load(f)[files[0]]["records"] == 3
+  assert epochs.cached_record_count(files, cache, logged.append) == 7 and not logged
+  write(tmp_path / "b.tfrecord", 5)
+  os.utime(files[1], ns=(1, 1))  # another time, whatever the clock's resolution
+  assert epochs.cached_record_count(files, cache, logged.append) == 8
+  assert len(logged) == 1 and "b.tfrecord changed" in logged[0]
