@@ -189,6 +189,7 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path):
     runners.restore_or_initialize(checkpoint, model, str(tmp_path), None, logged.append)
 
 
+@pytest.mark.slow
 def test_dynamic_masks_are_fixed_by_the_seeds():
   # pylint: disable-next=import-outside-toplevel
   from albert_tf.data.pipeline import DynamicMasking, pretraining_dataset
