@@ -5,6 +5,8 @@ settings once (albert_tf.settings.from_values) and hands them to its job.
 """
 
 import contextlib
+import logging
+import sys
 
 from absl import flags
 
@@ -46,10 +48,11 @@ def define_run_flags():
                        "If > 1, split the CPU into this many logical devices (to try "
                        "--strategy=mirrored without accelerators).")
   flags.DEFINE_integer("data_seed", None,
-                       "Seed of the training input order (default: unseeded, as the original). "
-                       "Every record is read once per epoch either way; a seeded input resumes "
-                       "where an interrupted run stopped, so it ends as if it had not stopped "
-                       "(not with --masked_lm_budget, whose masks are drawn unseeded).")
+                       "Seed of the training input order and of --masked_lm_budget's masks "
+                       "(default: unseeded, as the original: a seed drawn at the first start, "
+                       "kept in output_dir/data_seed.txt). Every record is read once per epoch "
+                       "either way; a resumed run goes on where the interrupted one stopped, so "
+                       "it ends as if it had not stopped.")
   flags.DEFINE_integer("random_seed", None,
                        "Seed of the weight initialisation and dropout (default: unseeded).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
@@ -115,7 +118,8 @@ def running_job():
   class (inside the `with`, so that --help does not load TensorFlow) and running it.
 
   TensorFlow's start-up notices are quieted first; settings that cannot work (UsageError) end as
-  a flag error.
+  a flag error; a run preempted by SIGTERM exits with PREEMPTED_EXIT_CODE (42) once its
+  checkpoint is saved, for a scheduler to restart it.
 
     with common_flags.running_job():
       from albert_tf.tasks.race.job import RaceJob
@@ -127,8 +131,13 @@ def running_job():
   quiet_tensorflow_startup()
   try:
     yield
-  except ValueError as e:
+  except Exception as e:  # pylint: disable=broad-exception-caught
+    # Imported only now: the classes live with TensorFlow.
     from albert_tf.training.job import UsageError
+    from albert_tf.training.preemption import PREEMPTED_EXIT_CODE, Preempted
     if isinstance(e, UsageError):
       raise app.UsageError(str(e)) from None
+    if isinstance(e, Preempted):
+      logging.getLogger("albert_tf").info(str(e))
+      sys.exit(PREEMPTED_EXIT_CODE)
     raise

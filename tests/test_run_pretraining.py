@@ -206,10 +206,10 @@ def test_corrupt_tfrecord_is_a_clear_error(tmp_path):
 class _NanRunner:
   global_step = tf.Variable(0, dtype=tf.int64)
 
-  def train_steps(self, iterator, steps):
+  def train_until_stopped(self, iterator, steps):
     self.global_step.assign_add(steps)
     return {"loss": float("nan"), "mlm_nll_sum": 0.0, "mlm_correct": 0.0, "mlm_weight": 1.0,
-            "sop_nll_sum": 0.0, "sop_correct": 0.0, "examples": 1.0, "learning_rate": 0.1}
+            "sop_nll_sum": 0.0, "sop_correct": 0.0, "examples": 1.0, "learning_rate": 0.1}, False
 
 
 def test_nan_loss_stops_without_saving():

@@ -66,11 +66,11 @@ class _RecordingRunner:
     self.global_step = tf.Variable(0, dtype=tf.int64)
     self.seen = []
 
-  def train_steps(self, iterator, steps):
+  def train_until_stopped(self, iterator, steps):
     for _ in range(steps):
       self.seen.extend(next(iterator)["input_ids"][:, 0].numpy().tolist())
       self.global_step.assign_add(1)
-    return {"loss": 1.0, "learning_rate": 0.1}
+    return {"loss": 1.0, "learning_rate": 0.1}, False
 
 
 class _Manager:

@@ -10,7 +10,8 @@ from albert_tf.checkpoints import hf, layout, original
 
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Children of the root of a Runner's checkpoint that hold training state, not model weights.
-_TRAINING_STATE = ("optimizer", "global_step", "loss_scale", "save_counter")
+_TRAINING_STATE = ("optimizer", "global_step", "loss_scale", "save_counter", "dropout_seeds",
+                   "records_consumed")
 # The object path of the encoder's transformer layers in our checkpoints.
 _LAYERS_PATH = "encoder/transformer/"
 

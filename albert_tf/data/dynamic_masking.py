@@ -34,8 +34,10 @@ def restore_original_ids(features):
 
 def mask_example(ids, input_mask, token_boundary, *, cls_id, sep_id, mask_id, vocab_size,
                  max_predictions_per_seq, masked_lm_prob=0.15, max_ngram=3,
-                 favor_shorter_ngram=True, whole_word=True):
+                 favor_shorter_ngram=True, whole_word=True, seed=None):
   """One example's dynamic mask. ids, input_mask, token_boundary: int32 [T] (ids unmasked).
+  seed: a stateless seed ([2] int) fixing every draw (the pipeline's, per record); None draws
+  with stateful ops (a new mask at each call).
 
   Returns (masked input_ids [T], masked_lm_positions [P], masked_lm_ids [P],
   masked_lm_weights float32 [P]).
@@ -58,9 +60,10 @@ def mask_example(ids, input_mask, token_boundary, *, cls_id, sep_id, mask_id, vo
   budget = tf.minimum(max_predictions_per_seq,
                       tf.maximum(1, tf.cast(tf.round(length * masked_lm_prob), tf.int32)))
 
-  order = tf.random.shuffle(tf.range(num_words))
-  ngram = tf.random.categorical(ngram_log_probs(max_ngram, favor_shorter_ngram),
-                                tf.maximum(num_words, 1), dtype=tf.int32)[0] + 1
+  draw = _draws(seed)
+  order = draw.shuffle(tf.range(num_words))
+  ngram = draw.categorical(ngram_log_probs(max_ngram, favor_shorter_ngram),
+                           tf.maximum(num_words, 1))[0] + 1
   padded_len = tf.concat([word_len, tf.zeros([max_ngram], tf.int32)], 0)
 
   def body(i, selected, covered):
@@ -84,9 +87,9 @@ def mask_example(ids, input_mask, token_boundary, *, cls_id, sep_id, mask_id, vo
 
   chosen = candidate & tf.gather(tf.concat([covered, [False]], 0),
                                  tf.where(word_of >= 0, word_of, num_words))
-  u = tf.random.uniform([seq_len])
-  keep_or_random = tf.random.uniform([seq_len]) < 0.5
-  random_ids = tf.random.uniform([seq_len], 0, vocab_size, dtype=tf.int32)
+  u = draw.uniform([seq_len])
+  keep_or_random = draw.uniform([seq_len]) < 0.5
+  random_ids = draw.uniform([seq_len], 0, vocab_size, dtype=tf.int32)
   replacement = tf.where(u < 0.8, mask_id, tf.where(keep_or_random, ids, random_ids))
   masked_ids = tf.where(chosen, replacement, ids)
 
@@ -98,3 +101,37 @@ def mask_example(ids, input_mask, token_boundary, *, cls_id, sep_id, mask_id, vo
           tf.pad(positions, [[0, pad]]),
           tf.pad(labels, [[0, pad]]),
           tf.pad(tf.ones([count], tf.float32), [[0, pad]]))
+
+
+class _StatefulDraws:
+  """tf.random's stateful ops (a fresh draw at every call)."""
+
+  def shuffle(self, values):
+    return tf.random.shuffle(values)
+
+  def categorical(self, logits, num_samples):
+    return tf.random.categorical(logits, num_samples, dtype=tf.int32)
+
+  def uniform(self, shape, minval=0, maxval=None, dtype=tf.float32):
+    return tf.random.uniform(shape, minval, maxval, dtype=dtype)
+
+
+class _StatelessDraws:
+  """Stateless draws, each with its own seed split in turn from `seed` (fixed by it alone)."""
+
+  def __init__(self, seed):
+    self._seeds = iter(tf.unstack(tf.random.experimental.stateless_split(seed, 5)))
+
+  def shuffle(self, values):
+    return tf.random.experimental.stateless_shuffle(values, next(self._seeds))
+
+  def categorical(self, logits, num_samples):
+    return tf.random.stateless_categorical(logits, num_samples, next(self._seeds),
+                                           dtype=tf.int32)
+
+  def uniform(self, shape, minval=0, maxval=None, dtype=tf.float32):
+    return tf.random.stateless_uniform(shape, next(self._seeds), minval, maxval, dtype=dtype)
+
+
+def _draws(seed):
+  return _StatefulDraws() if seed is None else _StatelessDraws(seed)

@@ -9,10 +9,16 @@ checkpoints. Here the input is a stream of epochs, epoch e shuffled with a seed 
 consumed and goes on exactly where it stopped.
 """
 
+import json
+import logging
 import random
 
 import numpy as np
 import tensorflow as tf
+
+from albert_tf import io
+
+logger = logging.getLogger("albert_tf")
 
 # Epochs of a training stream: unbounded in practice (2**62 epochs of one record each).
 _NO_END = 2**62
@@ -52,6 +58,34 @@ def count_records(files):
       lambda f: tf.data.TFRecordDataset(f).reduce(np.int64(0), lambda n, _: n + 1),
       num_parallel_calls=tf.data.AUTOTUNE)
   return int(counts.reduce(np.int64(0), lambda total, n: total + n))
+
+
+def cached_record_count(files, cache_path, writes=True):
+  """count_records(files), kept in the JSON file cache_path by path with each file's size and
+  modification time, so that a resumed run does not read the corpus again. A file whose size or
+  time changed since (or that the cache lacks) is counted again, with a log line.
+
+  Args:
+    files: TFRecord paths.
+    cache_path: the cache (in output_dir); None counts without one.
+    writes: whether to write the cache (the chief of a multi-worker run).
+  """
+  if cache_path is None:
+    return count_records(files)
+  cache = json.loads(io.read_text(cache_path)) if io.exists(cache_path) else {}
+  total = 0
+  for path in files:
+    stat = tf.io.gfile.stat(path)
+    key = {"size": stat.length, "mtime_nsec": stat.mtime_nsec}
+    entry = cache.get(path)
+    if entry is None or {k: entry.get(k) for k in key} != key:
+      if entry is not None:
+        logger.info(f"{path} changed since its records were counted (size or time): counting again")
+      cache[path] = dict(key, records=count_records([path]))
+    total += cache[path]["records"]
+  if writes:
+    io.write_text_atomically(cache_path, json.dumps(cache, indent=1, sort_keys=True))
+  return total
 
 
 def records_per_step(global_batch_size, input_context=None):

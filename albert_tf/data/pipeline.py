@@ -46,7 +46,7 @@ def decode_record(record, spec):
 
 def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, batch_size,
                         is_training, num_cpu_threads=4, input_context=None, dynamic=None,
-                        seed=None, start_step=0):
+                        seed=None, start_step=0, count_cache=None):
   """Batches of pretraining features.
 
   Training: an endless stream of epochs (see albert_tf.data.epochs), each reading every file once
@@ -57,7 +57,11 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
   per-replica batches. A `seed` fixes the order; with it, `start_step` > 0 starts where a run
   that has made start_step updates stopped (the stream skips the records those consumed, reading
   at most one epoch). Unseeded, every call draws a new order and start_step is ignored.
-  With `dynamic` (a DynamicMasking), masks are drawn afresh from token_boundary every epoch.
+  count_cache: (path, writes) of the record counts a resume needs (epochs.
+  cached_record_count), or None to count afresh.
+  With `dynamic` (a DynamicMasking), masks are drawn afresh from token_boundary every epoch, with
+  stateless random ops keyed by (seed, input pipeline, epoch, record index in its epoch): the same
+  seeds give the same masks, resumed or not (eval: keyed by the record's position, seed or 0).
   """
   if isinstance(input_files, str):
     input_files = expand_input_patterns(input_files)
@@ -66,25 +70,41 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
     batch_size = input_context.get_per_replica_batch_size(batch_size)
   spec = feature_spec(max_seq_length, max_predictions_per_seq,
                       with_token_boundary=dynamic is not None)
+  keyed = dynamic is not None
   if is_training:
     d = _training_records(input_files, seed, input_context, num_cpu_threads,
-                          start_step * epochs.records_per_step(global_batch_size, input_context))
+                          start_step * epochs.records_per_step(global_batch_size, input_context),
+                          keyed, count_cache)
   else:
     d = tf.data.TFRecordDataset(input_files)
     if input_context is not None and input_context.num_input_pipelines > 1:
       d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     d = d.repeat()
-  d = d.map(lambda r: decode_record(r, spec), num_parallel_calls=tf.data.AUTOTUNE)
-  if dynamic is not None:
-    d = d.map(lambda f: _apply_dynamic_mask(f, dynamic, max_predictions_per_seq),
+    if keyed:
+      key = _pipeline_key(0 if seed is None else seed, input_context)
+      d = d.enumerate().map(lambda i, r: (tf.random.experimental.stateless_fold_in(key, i), r))
+  if keyed:
+    d = d.map(lambda key, r: _apply_dynamic_mask(decode_record(r, spec), key, dynamic,
+                                                 max_predictions_per_seq),
               num_parallel_calls=tf.data.AUTOTUNE)
+  else:
+    d = d.map(lambda r: decode_record(r, spec), num_parallel_calls=tf.data.AUTOTUNE)
   d = d.batch(batch_size, drop_remainder=True)
   return d.prefetch(tf.data.AUTOTUNE)
 
 
-def _training_records(input_files, seed, input_context, num_cpu_threads, records_to_skip):
+def _pipeline_key(seed, input_context):
+  """The stateless seed of this input pipeline's masks (pipelines may read the same files)."""
+  pipeline = 0 if input_context is None else input_context.input_pipeline_id
+  return tf.constant([seed, pipeline], tf.int64)
+
+
+def _training_records(input_files, seed, input_context, num_cpu_threads, records_to_skip,
+                      keyed=False, count_cache=None):
   """The serialized training records of this input pipeline, from record records_to_skip of the
-  seeded stream on."""
+  seeded stream on. keyed: (mask key, record) pairs instead, the key a stateless seed fixed by
+  (seed, pipeline, epoch, the record's index in its epoch): the same record of the same epoch
+  is masked alike by every run of the stream, resumed or not."""
   seeded = seed is not None
   seed = epochs.resolve_seed(seed)
   files = list(input_files)
@@ -102,11 +122,15 @@ def _training_records(input_files, seed, input_context, num_cpu_threads, records
     # Deterministic when seeded, so that the same seed gives the same stream.
     d = d.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
                      num_parallel_calls=cycle_length, deterministic=seeded)
+    if keyed:
+      key = tf.random.experimental.stateless_fold_in(_pipeline_key(seed, input_context), epoch)
+      d = d.enumerate().map(lambda i, r: (tf.random.experimental.stateless_fold_in(key, i), r))
     return d.shuffle(buffer_size=100, seed=epochs.epoch_seed(seed, epoch))
 
   start_epoch, offset = 0, 0
   if seeded and records_to_skip:
-    total = epochs.count_records(files)
+    total = (epochs.cached_record_count(files, *count_cache) if count_cache
+             else epochs.count_records(files))
     if not total:
       raise ValueError(f"the training input files {files} hold no records")
     start_epoch, offset = divmod(records_to_skip, total)
@@ -124,13 +148,14 @@ def check_record_lengths(input_file, max_seq_length, max_predictions_per_seq):
       "set the flag to the value create_pretraining_data was run with")
 
 
-def _apply_dynamic_mask(features, settings, max_predictions_per_seq):
+def _apply_dynamic_mask(features, key, settings, max_predictions_per_seq):
+  """features with a fresh mask drawn with the stateless seed `key` ([2] int64)."""
   ids = dynamic_masking.restore_original_ids(features)
   masked, positions, labels, weights = dynamic_masking.mask_example(
       ids, features["input_mask"], features["token_boundary"], cls_id=settings.cls_id,
       sep_id=settings.sep_id, mask_id=settings.mask_id, vocab_size=settings.vocab_size,
       max_predictions_per_seq=max_predictions_per_seq, masked_lm_prob=settings.masked_lm_prob,
-      max_ngram=settings.max_ngram, favor_shorter_ngram=settings.favor_shorter_ngram)
+      max_ngram=settings.max_ngram, favor_shorter_ngram=settings.favor_shorter_ngram, seed=key)
   out = {k: v for k, v in features.items() if k != "token_boundary"}
   out.update(input_ids=masked, masked_lm_positions=positions, masked_lm_ids=labels,
              masked_lm_weights=weights)

@@ -66,6 +66,7 @@ class FineTuningJob(Job):
     except ValueError as e:
       raise UsageError(str(e)) from None
     self.best_path = os.path.join(settings.output_dir, "model.ckpt-best")
+    self._tracker = None
 
   def needs_trained_model(self):
     return not self.settings.do_train
@@ -82,16 +83,37 @@ class FineTuningJob(Job):
   def train_on(self, path, make_dataset, after_save=None):
     """Trains on feature file `path`; make_dataset(seed, input_context) gives its batches.
 
-    Length-grouped batches take a varying number of records each, so a seeded run resumes by
-    skipping whole batches of its seeded stream; unseeded, a resumed run starts a new order.
+    Length-grouped batches take a varying number of records each, so a run resumes by skipping
+    whole batches of its seeded stream (unseeded: seeded with the seed kept in output_dir).
     """
-    seed = self.settings.run.data_seed
-
     def dataset(ctx, start_step):
-      d = make_dataset(seed, ctx)
-      skip = start_step * epochs.batches_per_step(ctx) if seed is not None else 0
+      d = make_dataset(self.data_seed, ctx)  # set by train()
+      skip = start_step * epochs.batches_per_step(ctx)
       return d.skip(skip) if skip else d
+    if after_save is not None:
+      self._catch_up(after_save)
     self.train(dataset, [path], after_save)
+
+  def is_evaluation_point(self, step):
+    """Whether training evaluates at `step` (a scheduled checkpoint: every save_checkpoints_steps
+    and the last step; not a save made because of preemption)."""
+    train = self.train_settings
+    return step % train.save_checkpoints_steps == 0 or step == train.num_train_steps
+
+  def _catch_up(self, after_save):
+    """Calls after_save (the evaluation) for each scheduled checkpoint that an earlier start of
+    this run saved but did not evaluate (preempted at it, or killed right after it), in step
+    order, then restores the training state resumed from: the results are then an
+    uninterrupted run's."""
+    last = self._tracker.last_step if self._tracker is not None else -1
+    pending = {step: path for step, path in checkpoint_steps(self.settings.output_dir).items()
+               if step > last and self.is_evaluation_point(step)}
+    for step, path in pending.items():
+      logger.info(f"evaluating {path}, saved but not evaluated before the run stopped")
+      self.checkpoint.read(path).expect_partial()
+      after_save(step, path)
+    if pending:
+      self.checkpoint.read(self.restored_from).expect_partial()
 
   def predictor(self, fn):
     """A Predictor of fn(features) -> per-example outputs; its run() gives file order."""
@@ -100,7 +122,9 @@ class FineTuningJob(Job):
 
   # -- best checkpoint --------------------------------------------------------------------------
   def tracker(self, key_name):
-    return BestCheckpointTracker(self.settings.output_dir, key_name, writes=self.chief)
+    """The run's BestCheckpointTracker (training catches up with its pending evaluations)."""
+    self._tracker = BestCheckpointTracker(self.settings.output_dir, key_name, writes=self.chief)
+    return self._tracker
 
   def record(self, tracker, step, result):
     """Logs an evaluation, appends it to eval_results.txt and saves model.ckpt-best (the
@@ -123,10 +147,13 @@ class FineTuningJob(Job):
 
   def evaluate_checkpoints(self, tracker, evaluate):
     """evaluate() -> metrics for each model.ckpt-<step> of output_dir not evaluated yet, in step
-    order (the original's eval loop); with none at all, for the model as initialised."""
+    order (the original's eval loop; after training, the scheduled ones only); with none at all,
+    for the model as initialised."""
     found = checkpoint_steps(self.settings.output_dir)
     for step, path in found.items():
-      if step > tracker.last_step:
+      # A checkpoint saved because of preemption is no evaluation point of a training run.
+      if step > tracker.last_step and not (self.settings.do_train
+                                           and not self.is_evaluation_point(step)):
         self.checkpoint.read(path).expect_partial()
         self.record(tracker, step, evaluate())
     init_checkpoint = self.settings.model.init_checkpoint

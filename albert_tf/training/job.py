@@ -15,13 +15,18 @@ import tensorflow as tf
 
 from albert_tf import io
 from albert_tf.checkpoints import hf
+from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
-from albert_tf.training import precision
+from albert_tf.training import precision, preemption
 from albert_tf.training import runner as runners
 from albert_tf.training import strategy as strategies
 from albert_tf.training.lock import OutputDirLock
 
 logger = logging.getLogger("albert_tf")
+
+
+# Where an unseeded run keeps the data seed it drew, in output_dir.
+DATA_SEED_FILE = "data_seed.txt"
 
 
 class UsageError(ValueError):
@@ -76,6 +81,7 @@ class Job:
     self.chief = strategies.is_chief(self.strategy)
     self.model_dir = strategies.worker_dir(self.strategy, settings.output_dir)
     self._lock = None
+    self.data_seed = settings.run.data_seed  # unseeded: drawn or read by train()
     logger.info(f"strategy {strategies.describe(self.strategy)} with "
                 f"{self.strategy.num_replicas_in_sync} replicas")
 
@@ -125,6 +131,23 @@ class Job:
     # Through the chief: a lock it cannot take stops every worker, not the chief alone.
     strategies.run_on_chief(self.strategy, take_lock, f"the lock of {output_dir}")
 
+  def _resolve_data_seed(self):
+    """--data_seed; unseeded, the seed the first start in this output_dir drew and wrote to
+    DATA_SEED_FILE (a fresh output_dir draws a fresh one, as the original's unseeded input), so
+    that a resumed run goes on with the same order, and the same masks."""
+    seed = self.settings.run.data_seed
+    if seed is not None:
+      return seed
+    path = os.path.join(self.settings.output_dir, DATA_SEED_FILE)
+
+    def draw():
+      if not io.exists(path):
+        io.write_text_atomically(path, f"{epochs.resolve_seed(None)}\n")
+    strategies.run_on_chief(self.strategy, draw, path)
+    seed = int(io.read_text(path))
+    logger.info(f"data seed {seed} (unseeded run; kept in {path} for resuming)")
+    return seed
+
   def build(self, train=None):
     """The model, optimizer, Runner and checkpoint manager; resumes from output_dir, else loads
     init_checkpoint. `train` replaces settings.train (e.g. steps counted from the data)."""
@@ -140,8 +163,9 @@ class Job:
     self.manager = runners.checkpoint_manager(self.checkpoint, self.model_dir,
                                               train.keep_checkpoint_max)
     model = self.settings.model
-    runners.restore_or_initialize(self.checkpoint, self.model, self.settings.output_dir,
-                                  model.init_checkpoint, model.init_from_group0)
+    self.restored_from = runners.restore_or_initialize(
+        self.checkpoint, self.model, self.settings.output_dir, model.init_checkpoint,
+        model.init_from_group0)
 
   def train(self, make_dataset, inputs, after_save=None):
     """Trains to num_train_steps.
@@ -150,24 +174,47 @@ class Job:
       make_dataset: (input_context, start_step) -> this input pipeline's dataset of per-replica
         batches from the step the run starts (or resumes) at; built once per run.
       inputs: the files it reads (named when one is corrupt).
-      after_save: (step, checkpoint path) -> None, after each checkpoint.
+      after_save: (step, checkpoint path) -> None, after each scheduled checkpoint (not after
+        a save made because of preemption).
+
+    Raises:
+      Preempted: SIGTERM stopped the run, after saving the checkpoint of the step reached.
     """
+    self.data_seed = self._resolve_data_seed()
+    self._check_records_consumed()
+
     def iterator(step):
       return iter(self.strategy.distribute_datasets_from_function(
           lambda ctx: make_dataset(ctx, step)))
 
-    writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
-              if self.chief else None)
-    runners.install_sigterm_handler()
+    actions = []
+    if self.chief:
+      writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
+      actions.append(runners.summary_action(writer, self.train_settings.train_batch_size))
+    if after_save is not None:
+      actions.append(runners.after_save_action(after_save))
     try:
-      runners.run_training(self.runner, iterator, self.manager, self.train_settings, writer,
-                           examples_per_step=self.train_settings.train_batch_size,
-                           after_save=after_save)
+      with preemption.PreemptionWatcher(self.runner.stop_requested):
+        runners.run_training(self.runner, iterator, self.manager, self.train_settings, actions)
     except tf.errors.DataLossError as e:
       raise RuntimeError(
           f"corrupt TFRecord data in {inputs} ({e.message}); regenerate the file (a cached "
           f"feature file: delete it). The last checkpoint is {self.manager.latest_checkpoint}"
       ) from e
+
+  def _check_records_consumed(self):
+    """The input resumes at step x train_batch_size records: refuses a resume whose checkpoint
+    consumed another number (trained with another --train_batch_size), which would train on
+    records again or skip some."""
+    step = int(self.runner.global_step.numpy())
+    consumed = int(self.runner.records_consumed.numpy())
+    batch_size = self.train_settings.train_batch_size
+    # 0 at a later step: a checkpoint from before records were counted.
+    if consumed and consumed != step * batch_size:
+      raise UsageError(
+          f"--train_batch_size={batch_size}: the checkpoint in {self.settings.output_dir} was "
+          f"trained on {consumed} records in {step} steps, not {step} x {batch_size}; resume "
+          f"with the --train_batch_size it was trained with, or use a new --output_dir")
 
   def finish(self):
     """Releases output_dir; a non-chief worker removes its scratch checkpoints."""

@@ -27,6 +27,10 @@ from albert_tf.training.runner import Objective, Runner
 logger = logging.getLogger("albert_tf")
 
 
+# Where a run keeps the record counts of its input files (read again only when one changes).
+RECORD_COUNTS_FILE = "record_counts.json"
+
+
 def metrics_from_sums(sums):
   """The original's eval metrics from summed quantities."""
   return {
@@ -155,7 +159,9 @@ class PretrainingJob(Job):
     return pretraining_dataset(self.input_files, s.model.max_seq_length,
                                s.max_predictions_per_seq, batch_size, is_training,
                                input_context=input_context, dynamic=self.dynamic,
-                               seed=s.run.data_seed, start_step=start_step)
+                               seed=self.data_seed, start_step=start_step,
+                               count_cache=(os.path.join(s.output_dir, RECORD_COUNTS_FILE),
+                                            self.chief))
 
   def flow(self, after_save):
     """Trains (resuming from output_dir), then evaluates into eval_results.txt."""

@@ -8,11 +8,12 @@ single-device update on the same global batch however it is split over replicas 
 micro-batches.
 """
 
+import dataclasses
 import logging
 import math
 import os
-import signal
 import time
+from typing import Optional
 
 import tensorflow as tf
 
@@ -20,6 +21,8 @@ from albert_tf import io
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.checkpoints.layout import model_parts, original_variable_map
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
+from albert_tf.training import preemption
+from albert_tf.training import strategy as strategies
 from albert_tf.training import summaries
 
 logger = logging.getLogger("albert_tf")
@@ -96,6 +99,11 @@ class Runner:
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False,
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
       build_optimizer_for(model, optimizer)
+    # Set by a PreemptionWatcher's thread while a call runs; a plain variable of this process.
+    self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
+    # Training records consumed (global), checkpointed: a resume knows where the data stands.
+    self.records_consumed = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                        name="records_consumed")
     # reduce_retracing: batches trimmed to their longest sequence come in several lengths.
     self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=settings.jit_compile,
                                     reduce_retracing=True)
@@ -173,25 +181,49 @@ class Runner:
     sums["learning_rate"] = lr / float(ctx.num_replicas_in_sync)  # summed back to lr
     return sums
 
+  def _stop_agreed(self):
+    """Whether to stop before the next step (stop_requested), as every worker sees it: summed
+    over the workers of a multi-worker run, so that all of them stop after the same step."""
+    if strategies.num_workers(self.strategy) == 1:
+      return self.stop_requested.read_value()
+    flags = self.strategy.run(lambda: tf.cast(self.stop_requested, tf.float32))
+    return self.strategy.reduce(SUM, flags, axis=None) > 0
+
   def _train_loop_impl(self, iterator, steps):
     sums = self.strategy.run(self._replica_step, args=(next(iterator),))
-    for _ in tf.range(steps - 1):
+    done, stop = tf.constant(1), self._stop_agreed()
+    while done < steps and not stop:
       sums = self.strategy.run(self._replica_step, args=(next(iterator),))
-    return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
+      done += 1
+      stop = self._stop_agreed()
+    return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}, stop
 
-  def train_steps(self, iterator, steps: int) -> dict:
-    """Runs `steps` updates in one compiled call.
+  def train_until_stopped(self, iterator, steps: int):
+    """Runs `steps` updates in one compiled call, or fewer when stop_requested is set meanwhile
+    (read before each update after the first: the call stops at a step boundary).
 
     Args:
       iterator: a (distributed) iterator of the global batches' per-replica features.
-      steps: the number of updates.
+      steps: the most updates to run.
+
+    Returns:
+      ({name: float}, stopped): the last update's global sums of the objective, `loss` and
+      `learning_rate`; whether stop_requested stopped the call (on every worker alike).
+    """
+    start = int(self.global_step.numpy())
+    out, stopped = self._train_loop(iterator, tf.constant(steps, tf.int32))
+    done = int(self.global_step.numpy()) - start
+    self.records_consumed.assign_add(done * self.settings.train_batch_size)
+    return {k: float(v) for k, v in out.items()}, bool(stopped)
+
+  def train_steps(self, iterator, steps: int) -> dict:
+    """Runs `steps` updates in one compiled call (train_until_stopped without a stop).
 
     Returns:
       {name: float}: the last update's global sums of the objective, `loss` and
       `learning_rate`.
     """
-    out = self._train_loop(iterator, tf.constant(steps, tf.int32))
-    return {k: float(v) for k, v in out.items()}
+    return self.train_until_stopped(iterator, steps)[0]
 
   # -- evaluation -------------------------------------------------------------------------------
   def _eval_loop_impl(self, iterator, steps):
@@ -217,11 +249,24 @@ class Runner:
 
   # -- checkpoints ------------------------------------------------------------------------------
   def checkpoint(self):
-    """A tf.train.Checkpoint of the model's parts, the optimizer, the step (and loss scale)."""
-    items = dict(model_parts(self.model), optimizer=self.optimizer, global_step=self.global_step)
+    """A tf.train.Checkpoint of the model's parts, the optimizer, the step, the dropout layers'
+    seed states (and loss scale)."""
+    items = dict(model_parts(self.model), optimizer=self.optimizer, global_step=self.global_step,
+                 records_consumed=self.records_consumed)
+    seeds = dropout_seed_states(self.model)
+    if seeds:
+      items["dropout_seeds"] = seeds
     if self.loss_scale is not None:
       items["loss_scale"] = self.loss_scale
     return tf.train.Checkpoint(**items)
+
+
+def dropout_seed_states(model):
+  """The state variables of the model's Keras seed generators (its dropout layers'), in layer
+  order. Each dropout draw advances its generator's state: checkpointed, a resumed run drops
+  what an uninterrupted one drops (they are not model weights, so model_parts lacks them)."""
+  return [generator.state for layer in model._flatten_layers()  # pylint: disable=protected-access
+          for generator in getattr(layer, "_seed_generators", [])]
 
 
 def remove_partial_checkpoints(directory):
@@ -248,31 +293,71 @@ def checkpoint_manager(checkpoint, directory, keep_checkpoint_max):
 
 
 def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_from_group0=False):
-  """Resumes from the latest checkpoint in output_dir (model, optimizer, step); else loads the
-  model weights of init_checkpoint (released layout or ours); else keeps the fresh weights.
-  Returns the checkpoint path used, or None."""
-  latest = tf.train.latest_checkpoint(output_dir) if io.isdir(output_dir) else None
-  if latest:
+  """Resumes from the latest checkpoint in output_dir (model, optimizer, step); one that cannot
+  be read (a truncated data file, an unreadable index) falls back to the previous one that the
+  checkpoint state lists, with a log line naming both. Without a checkpoint in output_dir, loads
+  the model weights of init_checkpoint (released layout or ours); else keeps the fresh weights.
+  Returns the checkpoint path used, or None.
+
+  Raises:
+    ValueError: checkpoints in output_dir, none of them readable; or one of another config,
+      task or optimizer.
+  """
+  state = tf.train.get_checkpoint_state(output_dir) if io.isdir(output_dir) else None
+  candidates = list(reversed(state.all_model_checkpoint_paths)) if state else []
+  if state and state.model_checkpoint_path not in candidates:
+    candidates.insert(0, state.model_checkpoint_path)
+  candidates = [_in_dir(output_dir, path) for path in candidates]
+  unreadable = []
+  for path in candidates:
     try:
-      # Checks the model's variables against the checkpoint's first: restoring the whole
-      # training state would leave variables of a changed config or task at random values.
-      report = load_checkpoint(model, latest)
-      if report.missing:
-        raise ValueError(f"it lacks {', '.join(report.missing)}")
-      checkpoint.read(latest).expect_partial()
-    except (KeyError, ValueError, tf.errors.OpError) as e:
-      reason = e.args[0] if isinstance(e, (KeyError, ValueError)) and e.args else e
-      raise ValueError(
-          f"cannot resume from {latest}: {reason}. A checkpoint in output_dir is resumed with "
-          "the albert_config, task and optimizer it was trained with: use those, or a new "
-          "--output_dir") from None
-    logger.info(f"resumed from {latest} at step {int(checkpoint.global_step.numpy())}")
-    return latest
+      _resume(checkpoint, model, path)
+    # The reader raises IndexError for a truncated data file.
+    except (tf.errors.OpError, IndexError) as e:
+      unreadable.append(path)
+      logger.info(f"cannot read checkpoint {path} ({_first_line(getattr(e, 'message', e))}): "
+                  "falling back to the one before it")
+      continue
+    if unreadable:
+      logger.info(f"resumed from {path} instead of the unreadable {unreadable[0]}")
+    logger.info(f"resumed from {path} at step {int(checkpoint.global_step.numpy())}")
+    return path
+  if unreadable:
+    raise ValueError(
+        f"no readable checkpoint in {output_dir}: {', '.join(unreadable)} cannot be read. Remove "
+        "them (and the checkpoint file) to start afresh, or use another --output_dir")
   if init_checkpoint:
     report = load_checkpoint(model, init_checkpoint, init_from_group0)
     logger.info(f"initialised from {init_checkpoint}: {report}")
     return init_checkpoint
   return None
+
+
+def _in_dir(directory, path):
+  """A checkpoint path of the checkpoint state, relative ones taken in `directory`."""
+  return path if os.path.isabs(path) or io.is_remote(path) else os.path.join(directory, path)
+
+
+def _first_line(text):
+  return str(text).strip().splitlines()[0] if str(text).strip() else ""
+
+
+def _resume(checkpoint, model, path):
+  """Restores the training state of `path`. Raises tf.errors.OpError or IndexError for an
+  unreadable checkpoint; ValueError for one of another config, task or optimizer."""
+  try:
+    # Checks the model's variables against the checkpoint's first: restoring the whole
+    # training state would leave variables of a changed config or task at random values.
+    report = load_checkpoint(model, path)
+    if report.missing:
+      raise ValueError(f"it lacks {', '.join(report.missing)}")
+    checkpoint.read(path).expect_partial()
+  except (KeyError, ValueError) as e:
+    reason = e.args[0] if e.args else e
+    raise ValueError(
+        f"cannot resume from {path}: {reason}. A checkpoint in output_dir is resumed with "
+        "the albert_config, task and optimizer it was trained with: use those, or a new "
+        "--output_dir") from None
 
 
 def _progress_line(runner, values, step, total, steps_per_sec, eta):
@@ -283,17 +368,63 @@ def _progress_line(runner, values, step, total, steps_per_sec, eta):
           f"({1 / steps_per_sec:.3f} s/step) ETA {eta:.0f}s"), metrics
 
 
-def run_training(runner, make_iterator, manager, settings, summary_writer=None,
-                 examples_per_step=None, after_save=None):
-  """Trains until num_train_steps, saving every save_checkpoints_steps (resumable).
+@dataclasses.dataclass
+class TrainEvent:
+  """What one training call reached, handed to each action of run_training.
+
+  step: the step reached. values: the last update's global sums, `loss` and `learning_rate`.
+  metrics: the objective's metrics of `values`. steps_per_second: of this call.
+  checkpoint: the checkpoint saved at `step`, or None. scheduled: it is a scheduled one (every
+  save_checkpoints_steps, and the last step), an evaluation point; a save made because of
+  preemption is not. preempted: the run stops after the actions (a signal came).
+  """
+  step: int
+  values: dict
+  metrics: dict
+  steps_per_second: float
+  checkpoint: Optional[str] = None
+  scheduled: bool = False
+  preempted: bool = False
+
+
+def summary_action(writer, examples_per_step=None):
+  """An action writing each call's scalars (metrics, loss, learning rate, speed) to `writer`."""
+  def write(event):
+    scalars = dict(event.metrics, loss=event.values["loss"],
+                   learning_rate=event.values["learning_rate"],
+                   steps_per_second=event.steps_per_second)
+    if examples_per_step:
+      scalars["examples_per_second"] = event.steps_per_second * examples_per_step
+    summaries.write_scalars(writer, event.step, scalars)
+  return write
+
+
+def after_save_action(after_save):
+  """An action calling after_save(step, path) after each scheduled checkpoint (fine-tuning
+  evaluates there). Not after a save made because of preemption: the run stops there, and an
+  evaluation due at that step runs after the restart (the checkpoint is then pending)."""
+  def call(event):
+    if event.checkpoint and event.scheduled and not event.preempted:
+      after_save(event.step, event.checkpoint)
+  return call
+
+
+def run_training(runner, make_iterator, manager, settings, actions=()):
+  """Trains until num_train_steps, saving every save_checkpoints_steps (resumable), and when
+  runner.stop_requested is set (see albert_tf.training.preemption): then at the step reached,
+  after which it raises Preempted.
 
   `make_iterator(step)` gives the training input from `step` on (the step the run starts or
   resumes at); it is built once, so every record is read once per epoch however often the run
   checkpoints (a seeded input resumes where an interrupted run stopped: see
   albert_tf.data.epochs). Calls are cut so that checkpoints fall on call boundaries. A NaN/Inf
   loss stops the run with a NonFiniteLossError before anything is saved, so the last checkpoint
-  stays the last good one. `after_save(step, path)` runs after each checkpoint (fine-tuning
-  evaluates there).
+  stays the last good one. Each action (a function of a TrainEvent: summary_action,
+  after_save_action...) runs after each call, in order, once its checkpoint is saved.
+
+  Raises:
+    Preempted: after the save and the actions, when a signal stopped the run.
+    NonFiniteLossError: a NaN/Inf loss.
   """
   step = int(runner.global_step.numpy())
   iterator = make_iterator(step)
@@ -303,36 +434,28 @@ def run_training(runner, make_iterator, manager, settings, summary_writer=None,
     next_save = (step // settings.save_checkpoints_steps + 1) * settings.save_checkpoints_steps
     n = min(settings.iterations_per_loop, next_save - step, total - step)
     loop_start = time.time()
-    values = runner.train_steps(iterator, n)
-    step = int(runner.global_step.numpy())
+    values, preempted = runner.train_until_stopped(iterator, n)
+    done = int(runner.global_step.numpy()) - step
+    step += done
     if not math.isfinite(values["loss"]):
       raise NonFiniteLossError(
           f"loss is {values['loss']} at step {step}; stopping without saving. The last good "
           f"checkpoint is {manager.latest_checkpoint} (try a lower --learning_rate, or "
           "--mixed_precision=float32)")
-    elapsed = time.time() - loop_start
-    steps_per_sec = n / max(elapsed, 1e-9)
+    steps_per_sec = done / max(time.time() - loop_start, 1e-9)
     overall = (step - start_step) / max(time.time() - start_time, 1e-9)
     eta = (total - step) / max(overall, 1e-9)
     line, metrics = _progress_line(runner, values, step, total, steps_per_sec, eta)
     logger.info(line)
-    if summary_writer is not None:
-      scalars = dict(metrics, loss=values["loss"], learning_rate=values["learning_rate"],
-                     steps_per_second=steps_per_sec)
-      if examples_per_step:
-        scalars["examples_per_second"] = steps_per_sec * examples_per_step
-      summaries.write_scalars(summary_writer, step, scalars)
-    if step % settings.save_checkpoints_steps == 0 or step == total:
-      path = manager.save(checkpoint_number=step)
-      logger.info(f"saved checkpoint {path}")
-      if after_save is not None:
-        after_save(step, path)
+    event = TrainEvent(step, values, metrics, steps_per_sec, preempted=preempted,
+                       scheduled=step % settings.save_checkpoints_steps == 0 or step == total)
+    if event.scheduled or preempted:
+      event.checkpoint = manager.save(checkpoint_number=step)
+      logger.info(f"saved checkpoint {event.checkpoint}")
+    for action in actions:
+      action(event)
+    if preempted:
+      raise preemption.Preempted(step, event.checkpoint)
   return step
 
 
-def install_sigterm_handler():
-  """Turns SIGTERM into KeyboardInterrupt so that a preempted run stops between steps."""
-  def handler(signum, frame):  # pylint: disable=unused-argument
-    logger.info("SIGTERM received: stopping")
-    raise KeyboardInterrupt
-  signal.signal(signal.SIGTERM, handler)
