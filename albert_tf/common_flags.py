@@ -4,6 +4,8 @@ Imports no TensorFlow, so that a binary's --help answers at once. Each binary tu
 settings once (albert_tf.settings.from_values) and hands them to its job.
 """
 
+import dataclasses
+
 from absl import flags
 
 from albert_tf import settings
@@ -118,6 +120,9 @@ def run_job(job_module, job_class, job_settings):
   quiet_tensorflow_startup()
   from albert_tf.training.job import UsageError
   # pylint: enable=import-outside-toplevel
+  if "max_seq_length" in flags.FLAGS and not flags.FLAGS["max_seq_length"].present:
+    job_settings = dataclasses.replace(job_settings, model=dataclasses.replace(
+        job_settings.model, max_seq_length_is_default=True))
   try:
     getattr(importlib.import_module(job_module), job_class)(job_settings).run()
   except UsageError as e:

@@ -14,5 +14,11 @@ from albert_tf.finetuning import squad_main
 
 squad_main.define_flags(v2=False)
 
-if __name__ == "__main__":
+
+def run():
+  """The entry point (`python -m albert_tf.run_squad_v1`, `albert-run-squad-v1`)."""
   squad_main.run(v2=False)
+
+
+if __name__ == "__main__":
+  run()

@@ -16,5 +16,11 @@ from albert_tf.finetuning import squad_main
 
 squad_main.define_flags(v2=True)
 
-if __name__ == "__main__":
+
+def run():
+  """The entry point (`python -m albert_tf.run_squad_v2`, `albert-run-squad-v2`)."""
   squad_main.run(v2=True)
+
+
+if __name__ == "__main__":
+  run()

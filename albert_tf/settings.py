@@ -87,11 +87,15 @@ class ModelSettings:
       or a directory).
     init_from_group0: initialise every layer group from group 0 of init_checkpoint.
     max_seq_length: the sequence length of the inputs (at most max_position_embeddings).
+    max_seq_length_is_default: max_seq_length is the binary's default, not the user's choice:
+      where it exceeds max_position_embeddings, max_position_embeddings is used (and logged)
+      instead of refused.
   """
   albert_config_file: Optional[str] = None
   init_checkpoint: Optional[str] = None
   init_from_group0: bool = False
   max_seq_length: int = 512
+  max_seq_length_is_default: bool = False
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -20,7 +20,7 @@ PY
 
 echo "== 1/4 SentencePiece model"
 python3 tools/train_sentencepiece.py --input="$WORK/train.txt" --model_prefix="$WORK/spm" \
-  --vocab_size=2000
+  --vocab_size=2000 --num_threads=1 --random_seed=1
 
 echo "== 2/4 create_pretraining_data"
 for split in train eval; do
@@ -33,14 +33,14 @@ done
 echo "== 3/4 run_pretraining (eval before training, at step 0)"
 common=(--albert_config_file=data/configs/tiny_quickstart.json --max_seq_length=64
         --max_predictions_per_seq=10 --output_dir="$WORK/model" --eval_batch_size=64
-        --max_eval_steps=8)
+        --max_eval_steps=8 --random_seed=1)
 python3 -m albert_tf.run_pretraining "${common[@]}" --input_file="$WORK/eval.tfrecord" \
   --do_train=false --do_eval
 mv "$WORK/model/eval_results.txt" "$WORK/eval_results_step0.txt"
 python3 -m albert_tf.run_pretraining "${common[@]}" --input_file="$WORK/train.tfrecord" \
   --train_batch_size=64 --optimizer=lamb --learning_rate=0.005 --num_train_steps="$STEPS" \
   --num_warmup_steps=40 --save_checkpoints_steps=200 --iterations_per_loop=50 --jit_compile \
-  --data_seed=1 --random_seed=1
+  --data_seed=1
 
 echo "== 4/4 evaluate on held-out documents"
 python3 -m albert_tf.run_pretraining "${common[@]}" --input_file="$WORK/eval.tfrecord" \

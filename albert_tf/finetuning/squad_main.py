@@ -1,8 +1,8 @@
 """Flags and main() shared by run_squad_v1 and run_squad_v2 (the original's flags)."""
 
-from absl import app, flags
+from absl import flags
 
-from albert_tf import common_flags, settings
+from albert_tf import cli, common_flags, settings
 
 FLAGS = flags.FLAGS
 
@@ -53,8 +53,6 @@ def define_flags(v2):
 
 def run(v2):
   """The binary: flags -> SquadSettings -> SquadJob(settings).run()."""
-  for name in ("output_dir",):
-    flags.mark_flag_as_required(name)
-  app.run(lambda argv: common_flags.run_job(
+  cli.run(lambda argv: common_flags.run_job(
       "albert_tf.finetuning.squad_job", "SquadJob",
-      settings.from_values(settings.SquadSettings, FLAGS, v2=v2)))
+      settings.from_values(settings.SquadSettings, FLAGS, v2=v2)), required_flags=("output_dir",))
