@@ -156,17 +156,19 @@ _TENSORFLOW_LOG_NOTICES = ("Sharding callback duration", "Function `%s` contains
 
 
 class _DropTensorFlowNotices(logging.Filter):
-  """Drops the `tensorflow` logger's records that begin with one of _TENSORFLOW_LOG_NOTICES."""
+  """Drops the log records that begin with one of _TENSORFLOW_LOG_NOTICES."""
 
   def filter(self, record):
     return not str(record.msg).startswith(_TENSORFLOW_LOG_NOTICES)
 
 
 def quiet_tensorflow_log_notices():
-  """Hides TensorFlow's Python log notices (_TENSORFLOW_LOG_NOTICES); idempotent."""
-  logger = logging.getLogger("tensorflow")
-  if not any(isinstance(f, _DropTensorFlowNotices) for f in logger.filters):
-    logger.addFilter(_DropTensorFlowNotices())
+  """Hides TensorFlow's Python log notices (_TENSORFLOW_LOG_NOTICES); idempotent. TensorFlow
+  logs them through absl's logger (the checkpoint and SavedModel code) or its own."""
+  for name in ("absl", "tensorflow"):
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, _DropTensorFlowNotices) for f in logger.filters):
+      logger.addFilter(_DropTensorFlowNotices())
 
 
 class _NoCuInitErrorWithoutDriver(_QuietTensorFlowImport):
