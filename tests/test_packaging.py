@@ -55,8 +55,7 @@ def test_every_pin_is_requirements_txts():
   disagree = {name: (version, requirements.get(name)) for name, version in pinned.items()
               if name in requirements and requirements[name] != version}
   assert not disagree, f"pyproject.toml vs requirements.txt pins (name: (pyproject, req)): {disagree}"
-  # Each requirements.txt pin is the package's (tests and CI run what users install), but for
-  # the portable extra while requirements.txt lacks it.
+  # Each requirements.txt pin is the package's too: tests and CI run what users install.
   missing = sorted(set(requirements) - set(pinned))
   assert not missing, f"requirements.txt pins that pyproject.toml lacks: {missing}"
 
