@@ -19,6 +19,8 @@ import sys
 
 from absl import app, flags
 
+from albert_tf import startup
+
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
 USAGE_EXIT_CODE = 2
 FAILED_RUN_EXIT_CODE = 1
@@ -104,4 +106,7 @@ def run(main, required_flags=()):
   """
   for name in required_flags:
     flags.mark_flag_as_required(name)
-  app.run(_one_line_errors(main), flags_parser=_parse_flags)
+  # TensorFlow's runtime notices at error severity (startup.runtime_noise_pattern) are dropped
+  # from stderr for the whole run; every other line passes as it comes.
+  with startup.stderr_without(startup.runtime_noise_pattern()):
+    app.run(_one_line_errors(main), flags_parser=_parse_flags)

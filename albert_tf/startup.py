@@ -70,6 +70,21 @@ def _min_log_level():
     return 0  # as TensorFlow reads a value that is not a number
 
 
+# Logged at error severity while a graph runs (SQuAD v2's int32 ops), on CPUs with AVX-512 too,
+# for kernels that then run on Eigen: nothing to fix.
+_ONEDNN_FALLBACK_LINE = re.compile(
+    rb"^E" + _PREFIX + rb"util\.cc:\d+\] oneDNN supports DT_\w+ only on platforms with AVX-512\. "
+    rb"Falling back to the default Eigen-based implementation if present\.$")
+
+
+def runtime_noise_pattern():
+  """The lines to hide while a binary runs (a bytes regex), or None where the user set
+  TF_CPP_MIN_LOG_LEVEL=0 (show everything)."""
+  if os.environ.get(_LEVEL_VARIABLE) == "0":
+    return None
+  return _ONEDNN_FALLBACK_LINE.pattern
+
+
 def noise_pattern(no_driver):
   """The lines to hide at the current TF_CPP_MIN_LOG_LEVEL (a bytes regex), or None for none."""
   if _min_log_level() < 1:
