@@ -22,11 +22,14 @@ def test_exit_codes_by_kind():
   assert cli.message(UsageError("two\n  lines")) == "two lines"
 
 
-def _one_line(result, code):
+def _one_line(result, code, logged_before=False):
+  """The `error: ...` line that ends `result`'s stderr, alone there unless the run logged
+  before it failed; status `code`, no traceback."""
   assert result.returncode == code, result.stderr[-3000:]
   lines = result.stderr.strip().splitlines()
-  assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-3000:]
-  return lines[0]
+  assert lines[-1].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
+  assert logged_before or len(lines) == 1, result.stderr[-3000:]
+  return lines[-1]
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -48,23 +51,24 @@ def test_traceback_on_request():
 def test_usage_error_lock_and_missing_file_end_in_one_line(tmp_path):
   records = os.path.join(REPO_ROOT, "tests", "testdata", "original_pretraining_data",
                          "expected.tfrecord")
+  spm = os.path.join(os.path.dirname(records), "30k-clean-tiny.model")
   config = os.path.join(ORIGINAL_MODEL, "albert_config.json")  # max_position_embeddings 64
   flags = [f"--input_file={records}", f"--albert_config_file={config}", "--num_train_steps=1",
-           "--train_batch_size=2", "--max_predictions_per_seq=20"]
+           "--train_batch_size=2", "--max_predictions_per_seq=10"]
   line = _one_line(run_binary("run_pretraining", flags + [
-      f"--output_dir={tmp_path / 'a'}", "--max_seq_length=512"], check=False), 2)
+      f"--output_dir={tmp_path / 'a'}", "--max_seq_length=512"], check=False), 2, True)
   assert "--max_seq_length=512" in line and "max_position_embeddings" in line
   held = tmp_path / "held"
   held.mkdir()
   lock = OutputDirLock(str(held)).acquire()
   try:
     line = _one_line(run_binary("run_pretraining", flags + [f"--output_dir={held}"],
-                                check=False), 1)
+                                check=False), 1, True)
     assert str(os.getpid()) in line
   finally:
     lock.release()
   line = _one_line(run_binary("run_classifier", [
       "--task_name=MRPC", f"--data_dir={tmp_path}", f"--output_dir={tmp_path / 'c'}",
-      "--do_train", f"--albert_config_file={config}", f"--spm_model_file={records}"],
-      check=False), 1)
+      "--do_train", f"--albert_config_file={config}", f"--spm_model_file={spm}"],
+      check=False), 1, True)
   assert os.path.join(str(tmp_path), "MRPC", "train.tsv") in line
