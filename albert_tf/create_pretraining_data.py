@@ -18,6 +18,8 @@ leaves neither a temporary nor a partial output.
 
 from absl import app, flags
 
+from albert_tf import cli
+
 from albert_tf.startup import quiet_tensorflow_startup
 
 from albert_tf import io as files
@@ -95,6 +97,20 @@ def main(argv):
     raise app.UsageError("--num_workers and --beam_pipeline_options both parallelise over input "
                          "files: give one of them (the Beam runner's own options set its "
                          "workers, e.g. --direct_num_workers)")
+  if FLAGS.beam_pipeline_options:
+    from albert_tf.data import beam_runner  # pylint: disable=import-outside-toplevel
+    with beam_runner.quiet_beam():  # Beam's import and its local workers print notices
+      _generate(settings)
+  else:
+    _generate(settings)
+
+
+def _generate(settings):
+  """Checks the inputs and outputs, then generates (in one of the three ways).
+
+  Args:
+    settings: the GenerationSettings of the flags.
+  """
   isdir, match_remote = files.isdir, None
   if FLAGS.beam_pipeline_options:
     from albert_tf.data import beam_generation  # pylint: disable=import-outside-toplevel
@@ -120,7 +136,10 @@ def main(argv):
   Progress().log(f"done: {stats}")
 
 
+def run():
+  """The entry point (`python -m albert_tf.create_pretraining_data`, `albert-create-pretraining-data`)."""
+  cli.run(main, required_flags=("input_file", "output_file"))
+
+
 if __name__ == "__main__":
-  flags.mark_flag_as_required("input_file")
-  flags.mark_flag_as_required("output_file")
-  app.run(main)
+  run()

@@ -19,6 +19,8 @@ import os
 
 from absl import app, flags
 
+from albert_tf import cli
+
 from albert_tf.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
@@ -73,6 +75,10 @@ def main(argv):
   print(f"exported {prefix}")
 
 
+def run():
+  """The entry point (`python -m albert_tf.export_checkpoints`, `albert-export-checkpoints`)."""
+  cli.run(main, required_flags=("export_path",))
+
+
 if __name__ == "__main__":
-  flags.mark_flag_as_required("export_path")
-  app.run(main)
+  run()

@@ -8,8 +8,9 @@ Inputs input_ids, input_mask, segment_ids int32 [batch, length]; outputs sequenc
 pooled_output and the checkpoint's head outputs (see export.portable).
 """
 
-from absl import app, flags
+from absl import flags
 
+from albert_tf import cli
 from albert_tf.export import portable_flags
 from albert_tf.startup import quiet_tensorflow_startup
 
@@ -31,5 +32,10 @@ def main(argv):
   portable_flags.report(FLAGS.output_file, size, model)
 
 
+def run():
+  """The entry point (`python -m albert_tf.export_onnx`, `albert-export-onnx`)."""
+  cli.run(main, required_flags=("output_file",))
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

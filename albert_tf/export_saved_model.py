@@ -12,7 +12,7 @@ its config and SentencePiece model are then the defaults of --albert_config_file
 
 from absl import app, flags
 
-from albert_tf import common_flags
+from albert_tf import cli, common_flags
 
 from albert_tf.startup import quiet_tensorflow_startup
 
@@ -81,7 +81,10 @@ def main(argv):
   print(f"exported {export_saved_model(module, FLAGS.export_dir, FLAGS.version)}")
 
 
+def run():
+  """The entry point (`python -m albert_tf.export_saved_model`, `albert-export-saved-model`)."""
+  cli.run(main, required_flags=("init_checkpoint", "export_dir"))
+
+
 if __name__ == "__main__":
-  for name in ("init_checkpoint", "export_dir"):
-    flags.mark_flag_as_required(name)
-  app.run(main)
+  run()

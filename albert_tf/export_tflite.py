@@ -8,8 +8,7 @@ sequence_output, pooled_output and the checkpoint's head outputs (see export.por
 with ai_edge_litert.interpreter.Interpreter(...).get_signature_runner("serving_default").
 """
 
-from absl import app
-
+from albert_tf import cli
 from albert_tf.export import portable_flags
 from albert_tf.startup import quiet_tensorflow_startup
 
@@ -26,5 +25,10 @@ def main(argv):
   portable_flags.report(FLAGS.output_file, size, model)
 
 
+def run():
+  """The entry point (`python -m albert_tf.export_tflite`, `albert-export-tflite`)."""
+  cli.run(main, required_flags=("output_file",))
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

@@ -27,17 +27,23 @@ class ImportHook(importlib.abc.MetaPathFinder):
     return self
 
   def find_spec(self, fullname, path=None, target=None):
-    if fullname != self.package:
+    # Asked again while it asks the other finders (another hook for the same package asks it):
+    # it answers only once, so that each hook wraps the real loader once.
+    if fullname != self.package or getattr(self, "_finding", False):
       return None
-    for finder in sys.meta_path:
-      if finder is self or not hasattr(finder, "find_spec"):
-        continue
-      spec = finder.find_spec(fullname, path, target)
-      if spec is not None:
-        if spec.loader is not None:
-          spec.loader = _HookedLoader(spec.loader, self)
-        return spec
-    return None
+    self._finding = True
+    try:
+      for finder in sys.meta_path:
+        if finder is self or not hasattr(finder, "find_spec"):
+          continue
+        spec = finder.find_spec(fullname, path, target)
+        if spec is not None:
+          if spec.loader is not None:
+            spec.loader = _HookedLoader(spec.loader, self)
+          return spec
+      return None
+    finally:
+      self._finding = False
 
 
 class _HookedLoader(importlib.abc.Loader):

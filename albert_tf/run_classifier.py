@@ -15,9 +15,9 @@ TF1 layout); test_results.tsv and submit_results.tsv; with --export_dir a SavedM
 """
 
 
-from absl import app, flags
+from absl import flags
 
-from albert_tf import common_flags, settings
+from albert_tf import cli, common_flags, settings
 
 FLAGS = flags.FLAGS
 
@@ -58,7 +58,10 @@ def main(argv):
     ClassifierJob(job_settings).run()
 
 
+def run():
+  """The entry point (`python -m albert_tf.run_classifier`, `albert-run-classifier`)."""
+  cli.run(main, required_flags=("data_dir", "task_name", "output_dir"))
+
+
 if __name__ == "__main__":
-  for name in ("data_dir", "task_name", "output_dir"):
-    flags.mark_flag_as_required(name)
-  app.run(main)
+  run()

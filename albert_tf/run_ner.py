@@ -16,9 +16,9 @@ model.ckpt-best; dev_predictions.txt and test_predictions.txt (`word gold predic
 test_results.txt; with --export_dir a SavedModel that tags raw text.
 """
 
-from absl import app, flags
+from absl import flags
 
-from albert_tf import common_flags
+from albert_tf import cli, common_flags
 from albert_tf.tasks.ner.settings import NerSettings
 
 FLAGS = flags.FLAGS
@@ -59,7 +59,10 @@ def main(argv):
     NerJob(job_settings).run()
 
 
+def run():
+  """The entry point (`python -m albert_tf.run_ner`, `albert-run-ner`)."""
+  cli.run(main, required_flags=("data_dir", "output_dir"))
+
+
 if __name__ == "__main__":
-  for name in ("data_dir", "output_dir"):
-    flags.mark_flag_as_required(name)
-  app.run(main)
+  run()

@@ -9,9 +9,9 @@ checkpoint, one of ours or a Hugging Face directory (whose config.json is the mo
 --albert_config_file is not given).
 """
 
-from absl import app, flags
+from absl import flags
 
-from albert_tf import common_flags, settings
+from albert_tf import cli, common_flags, settings
 
 FLAGS = flags.FLAGS
 
@@ -71,7 +71,10 @@ def main(argv):
     PretrainingJob(job_settings).run()
 
 
+def run():
+  """The entry point (`python -m albert_tf.run_pretraining`, `albert-run-pretraining`)."""
+  cli.run(main, required_flags=("input_file", "output_dir"))
+
+
 if __name__ == "__main__":
-  flags.mark_flag_as_required("input_file")
-  flags.mark_flag_as_required("output_dir")
-  app.run(main)
+  run()

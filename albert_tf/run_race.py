@@ -11,9 +11,9 @@ evaluated (eval_results.txt, model.ckpt-best); --do_predict evaluates model.ckpt
 set into predict_results.txt.
 """
 
-from absl import app, flags
+from absl import flags
 
-from albert_tf import common_flags, settings
+from albert_tf import cli, common_flags, settings
 
 FLAGS = flags.FLAGS
 
@@ -53,7 +53,10 @@ def main(argv):
     RaceJob(job_settings).run()
 
 
+def run():
+  """The entry point (`python -m albert_tf.run_race`, `albert-run-race`)."""
+  cli.run(main, required_flags=("data_dir", "output_dir"))
+
+
 if __name__ == "__main__":
-  for name in ("data_dir", "output_dir"):
-    flags.mark_flag_as_required(name)
-  app.run(main)
+  run()

@@ -10,9 +10,9 @@ by f1 kept as model.ckpt-best); predictions.json and nbest_predictions.json come
 model.ckpt-best; --export_dir writes a SavedModel that answers raw question/context text.
 """
 
-from absl import app, flags
+from absl import flags
 
-from albert_tf import common_flags, settings
+from albert_tf import cli, common_flags, settings
 from albert_tf.tasks.squad import flags as squad_flags
 
 squad_flags.define_flags(v2=False)
@@ -27,6 +27,10 @@ def main(argv):
     SquadJob(job_settings).run()
 
 
+def run():
+  """The entry point (`python -m albert_tf.run_squad_v1`, `albert-run-squad-v1`)."""
+  cli.run(main, required_flags=("output_dir",))
+
+
 if __name__ == "__main__":
-  flags.mark_flag_as_required("output_dir")
-  app.run(main)
+  run()

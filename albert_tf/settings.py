@@ -14,6 +14,8 @@ without loading TensorFlow.
 import dataclasses
 from typing import Optional
 
+from absl import flags
+
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 # --serving_precision of the SavedModel exports -> the Keras policy the served model is built
@@ -87,11 +89,15 @@ class ModelSettings:
       or a directory).
     init_from_group0: initialise every layer group from group 0 of init_checkpoint.
     max_seq_length: the sequence length of the inputs (at most max_position_embeddings).
+    max_seq_length_is_default: max_seq_length is the binary's default, not the user's choice:
+      where it exceeds max_position_embeddings, max_position_embeddings is used (and logged)
+      instead of refused.
   """
   albert_config_file: Optional[str] = None
   init_checkpoint: Optional[str] = None
   init_from_group0: bool = False
   max_seq_length: int = 512
+  max_seq_length_is_default: bool = False
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -209,7 +215,8 @@ def from_values(cls, values, **given):
   """A settings dataclass `cls` whose fields are taken from `values` (absl FLAGS or any object
   with attributes of the same names), nested settings included; `given` overrides fields.
 
-  A field with no attribute of its name in `values` keeps its default.
+  A field with no attribute of its name in `values` keeps its default. For absl FLAGS,
+  `max_seq_length_is_default` says whether --max_seq_length was left out of the command line.
   """
   kwargs = {}
   for field in dataclasses.fields(cls):
@@ -217,6 +224,8 @@ def from_values(cls, values, **given):
       kwargs[field.name] = given[field.name]
     elif dataclasses.is_dataclass(field.type):
       kwargs[field.name] = from_values(field.type, values)
+    elif field.name == "max_seq_length_is_default" and isinstance(values, flags.FlagValues):
+      kwargs[field.name] = "max_seq_length" in values and not values["max_seq_length"].present
     elif hasattr(values, field.name):
       kwargs[field.name] = getattr(values, field.name)
   return cls(**kwargs)

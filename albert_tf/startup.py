@@ -34,6 +34,7 @@ remote paths. The binaries call this first thing in main(); importing albert_tf 
 """
 
 import contextlib
+import logging
 import os
 import re
 import subprocess
@@ -69,6 +70,21 @@ def _min_log_level():
     return 0  # as TensorFlow reads a value that is not a number
 
 
+# Logged at error severity while a graph runs (SQuAD v2's int32 ops), on CPUs with AVX-512 too,
+# for kernels that then run on Eigen: nothing to fix.
+_ONEDNN_FALLBACK_LINE = re.compile(
+    rb"^E" + _PREFIX + rb"util\.cc:\d+\] oneDNN supports DT_\w+ only on platforms with AVX-512\. "
+    rb"Falling back to the default Eigen-based implementation if present\.$")
+
+
+def runtime_noise_pattern():
+  """The lines to hide while a binary runs (a bytes regex), or None where the user set
+  TF_CPP_MIN_LOG_LEVEL=0 (show everything)."""
+  if os.environ.get(_LEVEL_VARIABLE) == "0":
+    return None
+  return _ONEDNN_FALLBACK_LINE.pattern
+
+
 def noise_pattern(no_driver):
   """The lines to hide at the current TF_CPP_MIN_LOG_LEVEL (a bytes regex), or None for none."""
   if _min_log_level() < 1:
@@ -95,9 +111,10 @@ def _flush_python_stderr():
 
 
 @contextlib.contextmanager
-def _stderr_without(pattern):
-  """Sends file descriptor 2 (C++ and Python alike) through a filter process dropping the lines
-  that match `pattern`, then restores it.
+def stderr_without(pattern):
+  """Sends file descriptor 2 (C++ and Python alike, and the child processes started meanwhile)
+  through a filter process dropping the lines that match `pattern` (bytes; None: none), then
+  restores it.
 
   A process, not a thread of this one or a file replayed afterwards: what TensorFlow prints
   before a failed CHECK aborts the import still reaches stderr.
@@ -135,9 +152,12 @@ class _QuietTensorFlowImport(ImportHook):
   def __init__(self):
     super().__init__("tensorflow")
 
+  def pattern(self, no_driver):
+    return noise_pattern(no_driver)
+
   def around_import(self, module, run):
     no_driver = not nvidia_driver_loaded()
-    with _stderr_without(noise_pattern(no_driver)):
+    with stderr_without(self.pattern(no_driver)):
       run()
       if no_driver:
         # The cuInit error comes with the first device listing, which the first op would do
@@ -145,14 +165,54 @@ class _QuietTensorFlowImport(ImportHook):
         module.config.list_physical_devices("GPU")
 
 
+# TensorFlow's own Python log lines that say nothing to a user: each checkpoint save's timing, and
+# the SavedModel export's renaming of signature inputs that TF Serving never sees.
+_TENSORFLOW_LOG_NOTICES = ("Sharding callback duration", "Function `%s` contains input name(s)")
+
+
+class _DropTensorFlowNotices(logging.Filter):
+  """Drops the log records that begin with one of _TENSORFLOW_LOG_NOTICES."""
+
+  def filter(self, record):
+    return not str(record.msg).startswith(_TENSORFLOW_LOG_NOTICES)
+
+
+def quiet_tensorflow_log_notices():
+  """Hides TensorFlow's Python log notices (_TENSORFLOW_LOG_NOTICES); idempotent. TensorFlow
+  logs them through absl's logger (the checkpoint and SavedModel code) or its own."""
+  for name in ("absl", "tensorflow"):
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, _DropTensorFlowNotices) for f in logger.filters):
+      logger.addFilter(_DropTensorFlowNotices())
+
+
+class _NoCuInitErrorWithoutDriver(_QuietTensorFlowImport):
+  """Imports `tensorflow` hiding only the cuInit error of a machine without an NVIDIA driver."""
+
+  def pattern(self, no_driver):
+    if not no_driver or os.environ.get(_LEVEL_VARIABLE) == "0":
+      return None  # a real error where a driver is loaded; level 0: the user asked for it all
+    return _CUINIT_ERROR_LINE.pattern
+
+
+def hide_cuinit_error_without_driver():
+  """For the library (`import albert_tf`): the `E0000 ... failed call to cuInit` line that a GPU
+  build of TensorFlow prints on a machine without an NVIDIA driver is an error only in form;
+  nothing else is hidden and no variable is set. Does nothing once TensorFlow is imported."""
+  if "tensorflow" not in sys.modules:
+    _NoCuInitErrorWithoutDriver().install()
+
+
 def quiet_tensorflow_startup():
   """Hides TensorFlow's start-up notices (see the module docstring), keeping real warnings.
 
   Call first thing in a binary's main(), before TensorFlow is imported. Sets
   TF_CPP_MIN_LOG_LEVEL=1 (INFO hidden, warnings and errors shown) unless the environment already
-  sets it; with TF_CPP_MIN_LOG_LEVEL=0 nothing is hidden. Does nothing once TensorFlow is
-  imported (the notices are out by then, and TensorFlow has read its log level).
+  sets it; with TF_CPP_MIN_LOG_LEVEL=0 nothing is hidden. Hides TensorFlow's Python log notices
+  (quiet_tensorflow_log_notices). Does nothing more once TensorFlow is imported (the notices are
+  out by then, and TensorFlow has read its log level).
   """
+  quiet_tensorflow_log_notices()
   if "tensorflow" in sys.modules:
     return
   os.environ.setdefault(_LEVEL_VARIABLE, "1")

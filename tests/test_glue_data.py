@@ -127,3 +127,11 @@ def test_diagnostic_set(tmp_path):
   assert processor.get_labels() == ["contradiction", "entailment", "neutral"]
   with pytest.raises(ValueError, match="no train set"):
     processor.get_train_examples(str(tmp_path))
+
+
+def test_data_dir_may_be_the_task_folder():
+  # `--data_dir=glue_data/MRPC` for task MRPC reads the same files as `--data_dir=glue_data`.
+  glue_data = os.path.join(TESTDATA, "original_finetuning", "glue", "glue_data")
+  processor = glue.GlueProcessor("MRPC")
+  assert ([e.text_a for e in processor.get_examples(os.path.join(glue_data, "MRPC"), "train")] ==
+          [e.text_a for e in processor.get_examples(glue_data, "train")])

@@ -119,7 +119,7 @@ def test_what_tensorflow_prints_before_aborting_the_import_is_kept():
       [sys.executable, "-c",
        "import os\n"
        "from albert_tf import startup\n"
-       "with startup._stderr_without(startup.noise_pattern(no_driver=True)):\n"
+       "with startup.stderr_without(startup.noise_pattern(no_driver=True)):\n"
        "  os.write(2, b'I0000 00:00:1795996204.699463  1 port.cc:153] oneDNN custom operations "
        "are on\\n')\n"
        "  os.write(2, b'F0000 00:00:1795996204.699463  1 port.cc:1] Check failed: x == y\\n')\n"

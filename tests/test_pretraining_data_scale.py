@@ -193,7 +193,7 @@ def test_peak_memory_stays_far_below_the_records(tmp_path):
 
 
 def test_beam_workers_check_outputs_without_tensorflow():
-  """Workers have no TensorFlow (setup.py installs none): the output checks of the Beam path
+  """Workers have no TensorFlow (beam_worker/setup.py installs none): the output checks of the Beam path
   must not reach tf.io.gfile for gs:// outputs."""
   code = ("import sys\n"
           "from albert_tf.data.beam_generation import BEAM_FILE_ACCESS\n"

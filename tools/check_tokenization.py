@@ -129,14 +129,27 @@ def differing_window(a, b):
   return start, window(a), window(b)
 
 
+def _boundaries(pieces):
+  """The offsets in "".join(pieces) where one piece ends and the next begins."""
+  offsets, end = set(), 0
+  for piece in pieces[:-1]:
+    end += len(piece)
+    offsets.add(end)
+  return offsets
+
+
 def is_repeated_run_tie(a, b):
-  """Whether pieces a and b spell the same text and differ only in how a run of one repeated
-  character is split (the documented SentencePiece tie-break difference)."""
+  """Whether pieces a and b spell the same text and differ only in how runs of one repeated
+  character are split (the documented SentencePiece tie-break difference): every piece boundary
+  that one has and the other lacks falls between two equal characters. The differing part may
+  hold several runs and other pieces ("===|" in a "+===+===+" border)."""
   prefix, suffix = _common_ends(a, b)
-  middle_a = "".join(a[prefix:len(a) - suffix])
-  middle_b = "".join(b[prefix:len(b) - suffix])
-  run = middle_a.replace("\u2581", "")  # a word-start mark may open the run
-  return middle_a == middle_b and len(run) > 1 and len(set(run)) == 1
+  middle_a, middle_b = a[prefix:len(a) - suffix], b[prefix:len(b) - suffix]
+  text = "".join(middle_a)
+  if not middle_a or text != "".join(middle_b):
+    return False
+  moved = _boundaries(middle_a) ^ _boundaries(middle_b)
+  return bool(moved) and all(text[i - 1] == text[i] for i in moved)
 
 
 def _printable(text, width=_TEXT_WIDTH):

@@ -1,6 +1,7 @@
 """Reading and writing checkpoints in the released TF1 layout (`bert/...`, `cls/...`)."""
 
 import dataclasses
+import json
 import os
 import re
 from typing import Optional
@@ -212,9 +213,19 @@ def save_original_checkpoint(model: keras.Model, prefix: str, global_step: int =
   finally:
     io.rmtree(tmp_dir, ignore_errors=True)
   if update_checkpoint_state:
-    # A relative path keeps the directory movable, as the released tarballs are. TF writes a
-    # local name as given, but rewrites a remote one relative to the directory (which it takes
-    # for a relative path): given the whole prefix, that is the name.
-    tf.compat.v1.train.update_checkpoint_state(directory,
-                                               prefix if io.is_remote(prefix) else base)
+    write_checkpoint_state(directory, base)
   return prefix
+
+
+def write_checkpoint_state(directory, base):
+  """Writes `<directory>/checkpoint` naming checkpoint `base` alone, as
+  tf.compat.v1.train.update_checkpoint_state did (deprecated; it warned on every call).
+
+  Args:
+    directory: the checkpoint's directory (any TF file system).
+    base: the checkpoint's file name prefix, relative: the directory stays movable, as the
+      released tarballs are.
+  """
+  name = json.dumps(base)  # a text-format string: quotes and backslashes escaped
+  io.write_text_atomically(os.path.join(directory, "checkpoint"),
+                           f"model_checkpoint_path: {name}\nall_model_checkpoint_paths: {name}\n")

@@ -2,7 +2,7 @@
 
   python -m albert_tf.create_pretraining_data --input_file='gs://bucket/shards/*.txt' \
       --output_file=gs://bucket/records/ --spm_model_file=30k-clean.model --vocab_file=unused \
-      --beam_pipeline_options="--runner=DataflowRunner,--project=P,--region=R,--temp_location=gs://bucket/tmp,--setup_file=./setup.py"
+      --beam_pipeline_options="--runner=DataflowRunner,--project=P,--region=R,--temp_location=gs://bucket/tmp,--setup_file=./beam_worker/setup.py"
 
 Input file i is generated alone, seeded with random_seed + i, into its own output, exactly as
 `--num_workers` does: the records equal the original run on that file alone. Files are read and
@@ -35,6 +35,7 @@ from apache_beam.metrics.metric import Metrics, MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from albert_tf import io as files
+from albert_tf.data import beam_runner
 from albert_tf.data.pretraining_data import (FileAccess, check_one_output_per_input,
                                              generate_file)
 
@@ -206,8 +207,9 @@ def run_pipeline(input_files, output_files, settings, pipeline_options):
   # URL) stay.
   for name in ("apache_beam.runners.portability", "apache_beam.runners.worker"):
     logging.getLogger(name).setLevel(logging.WARNING)
-  options = PipelineOptions(flags=parse_pipeline_options(pipeline_options))
-  pipeline = beam.Pipeline(options=options)
+  options = PipelineOptions(
+      flags=beam_runner.with_quiet_workers(parse_pipeline_options(pipeline_options)))
+  pipeline = beam.Pipeline(runner=beam_runner.local_runner(options), options=options)
   _ = (pipeline
        | "InputFiles" >> beam.Create(list(enumerate(zip(input_files, output_files))))
        | "SpreadOverWorkers" >> beam.Reshuffle()

@@ -182,13 +182,17 @@ class FineTuningJob(Job):
     logger.info(f"Model exported to {path}.")
     return path
 
-  def load_best(self):
-    """model.ckpt-best if there is one, else the latest checkpoint, else init_checkpoint."""
+  def load_best(self, purpose="predicting"):
+    """Loads model.ckpt-best if there is one, else the latest checkpoint, else init_checkpoint.
+
+    Args:
+      purpose: what the weights are for, in the log line ("predicting", "exporting").
+    """
     path = self.best_path if io.exists(self.best_path + ".index") else (
         tf.train.latest_checkpoint(self.settings.output_dir)
         or self.settings.model.init_checkpoint)
     if path:
       load_checkpoint(self.model, path)
     self.loaded_from = path
-    logger.info(f"predicting with {path or 'the untrained model'}")
+    logger.info(f"{purpose} with {path or 'the untrained model'}")
     return path

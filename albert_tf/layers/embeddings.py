@@ -72,11 +72,15 @@ class AlbertEmbeddings(keras.layers.Layer):
   def call(self, input_ids, segment_ids, training=False):
     self._check_length(input_ids.shape[1])
     dynamic_length = tf.shape(input_ids)[1]
-    check = tf.debugging.assert_less_equal(
-        dynamic_length, self.max_position_embeddings,
-        message="sequence length exceeds max_position_embeddings")
-    with tf.control_dependencies([check]):
-      positions = self.position_embeddings[:dynamic_length]
+    if input_ids.shape[1] is None:
+      # Only an unknown length needs checking when it runs; a known one was checked above (and
+      # XLA, which drops Assert ops, warns about each one it meets).
+      check = tf.debugging.assert_less_equal(
+          dynamic_length, self.max_position_embeddings,
+          message="sequence length exceeds max_position_embeddings")
+      with tf.control_dependencies([check]):
+        dynamic_length = tf.identity(dynamic_length)
+    positions = self.position_embeddings[:dynamic_length]
     output = tf.gather(self.word_embeddings, input_ids)
     output += tf.gather(self.token_type_embeddings, segment_ids)
     output += positions[tf.newaxis]

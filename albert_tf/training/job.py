@@ -8,6 +8,7 @@ of the settings is here once: max_seq_length against max_position_embeddings, th
 replicas, corrupt TFRecords, the output_dir lock.
 """
 
+import dataclasses
 import logging
 import os
 
@@ -71,6 +72,13 @@ class Job:
       if model.albert_config_file:
         raise
       raise UsageError(str(e)) from None
+    if (model.max_seq_length_is_default and
+        model.max_seq_length > self.config.max_position_embeddings):
+      # The original's default (512) cannot work on a smaller config: use what it can.
+      model = dataclasses.replace(model, max_seq_length=self.config.max_position_embeddings)
+      self.settings = settings = dataclasses.replace(settings, model=model)
+      log(f"max_seq_length {model.max_seq_length}: max_position_embeddings of "
+          f"{self.config_file} (the default is above it)")
     if model.max_seq_length > self.config.max_position_embeddings:
       raise UsageError(
           f"--max_seq_length={model.max_seq_length}: cannot use sequence length "

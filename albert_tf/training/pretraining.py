@@ -130,7 +130,7 @@ class PretrainingJob(Job):
     self.input_files = expand_input_patterns(settings.input_file)
     try:
       # After the strategy (in Job): reading a record initialises TensorFlow's devices.
-      check_record_lengths(self.input_files[0], settings.model.max_seq_length,
+      check_record_lengths(self.input_files[0], self.settings.model.max_seq_length,
                            settings.max_predictions_per_seq)
     except ValueError as e:
       raise UsageError(str(e)) from None

@@ -155,6 +155,9 @@ class GlueProcessor(TextProcessor):
     if split not in spec.files:
       raise ValueError(f"task {self.task_name} has no {split} set")
     path = os.path.join(data_dir, spec.directory, spec.files[split])
+    in_task_folder = os.path.join(data_dir, spec.files[split])
+    if not io.exists(path) and io.exists(in_task_folder):
+      path = in_task_folder  # --data_dir is the task's folder (glue_data/MRPC), not glue_data
     examples = self.create_examples(read_tsv(path), split, path)
     if not examples:
       # An empty dev or test set would fail only once training is over.

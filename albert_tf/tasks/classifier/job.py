@@ -181,7 +181,7 @@ class ClassifierJob(FineTuningJob):
       self.evaluate_checkpoints(tracker, lambda: self.evaluate(eval_file))
       logger.info(f"best {tracker.key_name} = {tracker.best_value} at step {tracker.best_step}")
     if s.do_predict or s.export_dir:
-      self.load_best()
+      self.load_best("predicting" if s.do_predict else "exporting")
     if s.do_predict:
       padded = s.predict_batch_size if s.run.use_tpu else None
       self.write_predictions(self.features_file(self.cached_path("test"), "test",

@@ -288,7 +288,7 @@ class SquadJob(FineTuningJob):
     if predict:
       self.evaluate_checkpoints(tracker, predict)
     if predict or s.export_dir:
-      self.load_best()
+      self.load_best("predicting" if predict else "exporting")
     # The prediction files are model.ckpt-best's, as the original leaves them: written again only
     # when the last evaluation was not of the best checkpoint.
     if predict and (tracker.best_step != tracker.last_step or not io.exists(

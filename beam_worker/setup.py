@@ -1,7 +1,10 @@
 """Packages albert_tf for Apache Beam workers: Dataflow builds and installs it on each worker with
-`--setup_file=./setup.py` (see README, "Corpus scale"). Only what create_pretraining_data needs is
-installed there; it runs without TensorFlow. Versions are read from requirements.txt, so the
-workers run what the tests ran."""
+`--setup_file=./beam_worker/setup.py` (see README, "Corpus scale"). Only what
+create_pretraining_data needs is installed there; it runs without TensorFlow. `pip install .`
+at the repository root (pyproject.toml) is the full package; this directory has its own setup
+because Beam runs `setup.py sdist` where the file lies. albert_tf/ and requirements.txt here are
+links to the repository's, so versions are read from requirements.txt: the workers run what the
+tests ran."""
 
 import os
 

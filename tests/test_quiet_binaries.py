@@ -1,0 +1,75 @@
+"""A normal run of each binary prints nothing that reads like a failure: no `E0000` line, no
+traceback, none of the notices users reported (NOISE), on the fixture model (max_position_embeddings
+64: no --max_seq_length is given, so the default's cap is exercised too) for one or two steps."""
+
+import os
+
+import pytest
+
+from helpers import ORIGINAL_MODEL, TESTDATA, TF_STARTUP_NOTICES, run_binary
+
+# What users saw on runs that went well (issue 23), and TensorFlow's start-up notices.
+NOISE = (
+    "E0000", "Traceback",
+    "prism", "Falling back to DirectRunner", "apitools not found", "Discarding unparseable args",
+    "semi_persistent_directory",
+    "Ignoring Assert operator",
+    "contains input name(s)",
+    "Sharding callback duration",
+    "update_checkpoint_state", "deprecat",
+) + tuple(TF_STARTUP_NOTICES.values())
+
+SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
+CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
+FINETUNING = os.path.join(TESTDATA, "original_finetuning")
+MODEL = [f"--spm_model_file={SPM}", f"--albert_config_file={CONFIG}",
+         f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}"]
+TRAIN_ONE_STEP = ["--do_train", "--train_batch_size=4"]
+
+
+def assert_quiet(result, what):
+  """`result` (a finished subprocess) succeeded and its stderr has no NOISE line."""
+  assert result.returncode == 0, (what, result.stderr[-3000:])
+  noisy = [line for line in result.stderr.splitlines() if any(n in line for n in NOISE)]
+  assert not noisy, (what, noisy)
+
+
+@pytest.mark.slow
+def test_each_binary_runs_quietly(tmp_path):
+  corpus = os.path.join(TESTDATA, "original_pretraining_data", "corpus.txt")
+  records = tmp_path / "records" / "corpus.txt.tfrecord"
+  data_flags = [f"--input_file={corpus}", f"--spm_model_file={SPM}", "--vocab_file=unused",
+                "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=1"]
+  runs = {
+      "create_pretraining_data": data_flags + [f"--output_file={records.parent}/"],
+      "create_pretraining_data --beam_pipeline_options": data_flags + [
+          f"--output_file={tmp_path / 'beam'}/", "--beam_pipeline_options=--runner=DirectRunner"],
+      "run_pretraining": [f"--input_file={records}", f"--output_dir={tmp_path / 'pre'}",
+                          f"--albert_config_file={CONFIG}", "--max_predictions_per_seq=10",
+                          "--train_batch_size=4", "--num_train_steps=2", "--num_warmup_steps=1",
+                          "--save_checkpoints_steps=1", "--jit_compile", "--do_eval",
+                          "--max_eval_steps=1", f"--init_checkpoint={ORIGINAL_MODEL}"],
+      "export_checkpoints": [f"--albert_config_file={CONFIG}", f"--spm_model_file={SPM}",
+                             f"--init_checkpoint={tmp_path / 'pre'}",
+                             f"--export_path={tmp_path / 'released'}"],
+      "export_saved_model": MODEL + ["--max_seq_length=32", f"--export_dir={tmp_path / 'sm'}"],
+      "run_classifier": MODEL + TRAIN_ONE_STEP + [
+          "--task_name=MRPC", f"--data_dir={os.path.join(FINETUNING, 'glue', 'glue_data')}",
+          f"--output_dir={tmp_path / 'mrpc'}", "--do_eval", "--train_step=1",
+          f"--export_dir={tmp_path / 'mrpc_export'}"],
+      "run_squad_v1": MODEL + TRAIN_ONE_STEP + [
+          f"--train_file={os.path.join(FINETUNING, 'squad', 'v1', 'train.json')}",
+          f"--predict_file={os.path.join(FINETUNING, 'squad', 'v1', 'dev.json')}",
+          f"--output_dir={tmp_path / 'squad1'}", "--do_predict", "--doc_stride=24",
+          "--max_query_length=16", "--num_train_epochs=1"],
+      "run_squad_v2": MODEL + TRAIN_ONE_STEP + [
+          f"--train_file={os.path.join(FINETUNING, 'squad', 'v2', 'train.json')}",
+          f"--predict_file={os.path.join(FINETUNING, 'squad', 'v2', 'dev.json')}",
+          f"--output_dir={tmp_path / 'squad2'}", "--do_predict", "--doc_stride=24",
+          "--max_query_length=16", "--num_train_epochs=1"],
+      "run_race": MODEL + TRAIN_ONE_STEP + [
+          f"--data_dir={os.path.join(FINETUNING, 'race')}", f"--output_dir={tmp_path / 'race'}",
+          "--train_step=1", "--max_qa_length=16"],
+  }
+  for what, flags in runs.items():
+    assert_quiet(run_binary(what.split()[0], flags, check=False), what)
