@@ -67,6 +67,8 @@ BLOCKS = {
         skip("Dataflow: a GCP project and gs:// buckets"),
     "python3 -m albert_tf.export_checkpoints --albert_config_file=data/configs/tiny_quickstart":
         run(),
+    "python3 -m albert_tf.export_tflite --albert_config_file=data/configs/tiny_quickstart.json":
+        run(),
     "docker compose -f tools/serving/docker-compose.yml up -d":
         skip("docker and a running TF Serving (tests/test_serving_client.py covers the client)"),
     "python3 -m albert_tf.export_saved_model --albert_config_file=albert_base_zh/":
@@ -79,9 +81,22 @@ BLOCKS = {
     "python3 -m albert_tf.run_squad_v2 --train_file=train-v2.0.json":
         skip("the albert_base download, SQuAD 2.0 and RACE (the sample block below runs)"),
     "python3 -m albert_tf.run_squad_v1 --train_file=tests/testdata/": run(),
+    "python3 -m albert_tf.run_ner --data_dir=tests/testdata/ner": run(
+        ("--train_step=1200", "--train_step=20"), ("--warmup_step=100", "--warmup_step=2"),
+        ("--save_checkpoints_steps=600", "--save_checkpoints_steps=10")),
+    'MODELS = {"AlbertTokenClassifier"': skip("Python: a task package's declaration"),
+    "def main(argv):": skip("Python: a binary's main()"),
     "import albert_tf": skip("Python with the albert_base download and input tensors left to the "
                              "reader (tests/test_keras_native.py runs the same calls)"),
     "from albert_tf import settings": skip("Python writing to gs://bucket"),
+    "bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/kernel":
+        skip("checkpoint variable names, not commands"),
+    "python3 -m albert_tf.create_pretraining_data --input_file=corpus.txt --output_file=sop": run(
+        ("corpus.txt", _CORPUS), ("30k-clean.model", "spm.model"),
+        ("--vocab_file=unused", "--vocab_file=unused --dupe_factor=1"),
+        ("albert_config.json", _TINY),
+        ("--do_eval", "--do_eval --num_train_steps=2 --train_batch_size=8 --eval_batch_size=8 "
+                      "--max_eval_steps=2")),
     "albert_tf/config.py": skip("the layout, not commands"),
 }
 
