@@ -8,6 +8,7 @@ import pytest
 from seqeval import metrics as seqeval_metrics
 from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
 
+from albert_tf.labels import write_label_file
 from albert_tf.tasks.ner import data, features, labels
 from albert_tf.tasks.ner.metrics import entity_metrics, get_entities
 from albert_tf.tokenization import FullTokenizer
@@ -73,7 +74,7 @@ def test_label_sources_in_order(tmp_path):
   train = data.read_conll(_write(tmp_path, "t.txt", "a B-X\nb O\n"))
   assert labels.resolve_labels("O,B-X,I-X", None, None, train)[0] == ["O", "B-X", "I-X"]
   assert labels.resolve_labels(None, str(tmp_path), None, train)[0] == ["O", "B-X"]
-  labels.write_label_file(str(tmp_path), ["O", "B-Y"])
+  write_label_file(str(tmp_path), ["O", "B-Y"])
   assert labels.resolve_labels(None, str(tmp_path), None, train)[0] == ["O", "B-Y"]
   hf_dir = os.path.join(TESTDATA, "hf_albert_tagging", "token_classifier")
   assert labels.resolve_labels(None, None, hf_dir, None)[0][:3] == ["O", "B-PER", "I-PER"]

@@ -14,7 +14,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.checkpoints import hf, load_checkpoint, save_original_checkpoint
 from albert_tf.export.hf import export_hf_layout
-from albert_tf.tasks.ner import data, labels
+from albert_tf.labels import write_label_file
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.tasks.ner.objective import TokenClassificationObjective
 
@@ -95,7 +95,7 @@ def test_released_layout_round_trip_and_hf_export_of_a_run_ner_dir(hf_model, ref
   np.testing.assert_array_equal(_logits(back, reference), _logits(hf_model, reference))
   # run_ner's output_dir: the checkpoint plus label_list.txt -> AlbertForTokenClassification.
   tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC", "I-MISC"]
-  labels.write_label_file(str(tmp_path), tags)
+  write_label_file(str(tmp_path), tags)
   out = export_hf_layout(hf_model.config, prefix, str(tmp_path / "hf"))
   config = json.load(open(os.path.join(out, "config.json")))
   assert config["architectures"] == ["AlbertForTokenClassification"]

@@ -77,8 +77,8 @@ class Job:
       # The original's default (512) cannot work on a smaller config: use what it can.
       model = dataclasses.replace(model, max_seq_length=self.config.max_position_embeddings)
       self.settings = settings = dataclasses.replace(settings, model=model)
-      log(f"max_seq_length {model.max_seq_length}: max_position_embeddings of "
-          f"{self.config_file} (the default is above it)")
+      logger.info(f"max_seq_length {model.max_seq_length}: max_position_embeddings of "
+                  f"{self.config_file} (the default is above it)")
     if model.max_seq_length > self.config.max_position_embeddings:
       raise UsageError(
           f"--max_seq_length={model.max_seq_length}: cannot use sequence length "

@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf import io
+from albert_tf import labels as label_files
 from albert_tf.checkpoints import checkpoint_global_step
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, feature_dataset
 from albert_tf.finetuning.evaluation import checkpoint_steps
@@ -102,7 +103,7 @@ class NerJob(FineTuningJob):
         data.check_tags(self.sentences["train"], self.label_names, self.paths["train"])
     except data.NerDataError as e:
       raise UsageError(str(e)) from None
-    saved = labels.read_label_file(s.output_dir)
+    saved = label_files.read_label_file(s.output_dir)
     if saved is not None and saved != self.label_names:
       raise UsageError(f"--output_dir={s.output_dir} was trained with labels {saved}, not "
                        f"{self.label_names}: use another --output_dir, or drop --label_list")
@@ -227,7 +228,7 @@ class NerJob(FineTuningJob):
     s = self.settings
     self.claim_output_dir()
     if self.chief:
-      labels.write_label_file(s.output_dir, self.label_names)
+      label_files.write_label_file(s.output_dir, self.label_names)
     self.build_with_steps(s.train.num_train_steps, s.train.num_warmup_steps)
     tracker = self.tracker(KEY_METRIC)
     self._files = {split: self.features_file(split) for split in ("train", "dev")

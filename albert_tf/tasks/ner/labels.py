@@ -2,8 +2,7 @@
 (label_list.txt), the init checkpoint (an HF directory's id2label, or the label_list.txt beside
 one of our checkpoints), the training set. No TensorFlow."""
 
-from albert_tf.labels import (LABEL_FILE, checkpoint_label_names, read_label_file,
-                              write_label_file)
+from albert_tf.labels import LABEL_FILE, checkpoint_label_names, read_label_file
 from albert_tf.tasks.ner import data
 
 
