@@ -175,3 +175,26 @@ def test_binary_refuses_a_too_long_max_seq_length(tmp_path):
   assert result.returncode != 0
   assert "--max_seq_length=65 must be in [1, 64]" in result.stderr
   assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("sharing", ["shared-attention", "shared-FFN", "not-shared"])
+def test_every_sharing_variant_exports(sharing, tmp_path):
+  """The paper's variants (config parameter_sharing) export to both formats with the Keras
+  model's outputs; each layer's own weights are in the file once, the shared ones once."""
+  config = albert_tf.AlbertConfig(vocab_size=500, embedding_size=16, hidden_size=64,
+                                  num_hidden_layers=3, num_attention_heads=4,
+                                  intermediate_size=128, max_position_embeddings=32,
+                                  parameter_sharing=sharing)
+  model = albert_tf.AlbertModel(config)
+  features = portable.sample_features(config, 2, 16)
+  keras = portable.serving_outputs(model, features)
+  paths = [tmp_path / "v.tflite", tmp_path / "v.onnx"]
+  tflite.export_tflite(model, paths[0], 32, "none")
+  onnx_export.export_onnx(model, paths[1], 32, "none")
+  outputs = _run_in_runtimes(paths, features, tmp_path)
+  for path in paths:
+    for name in ("sequence_output", "pooled_output"):
+      np.testing.assert_allclose(outputs[f"{path.name}:{name}"], keras[name], atol=1e-4)
+    # The weights once, plus the graph (small, a few hundred KB at most here).
+    print("SIZE", sharing, path.name, os.path.getsize(path), 4 * portable.parameter_count(model))
+    assert os.path.getsize(path) <= 4 * portable.parameter_count(model) + 400_000, path

@@ -70,6 +70,12 @@ def test_each_binary_runs_quietly(tmp_path):
       "run_race": MODEL + TRAIN_ONE_STEP + [
           f"--data_dir={os.path.join(FINETUNING, 'race')}", f"--output_dir={tmp_path / 'race'}",
           "--train_step=1", "--max_qa_length=16"],
+      "run_ner": [f"--spm_model_file={SPM}", f"--data_dir={os.path.join(TESTDATA, 'ner')}",
+                  f"--albert_config_file={os.path.join(TESTDATA, 'ner', 'albert_config_tiny.json')}",
+                  f"--output_dir={tmp_path / 'ner'}", "--max_seq_length=64", "--doc_stride=32",
+                  "--train_batch_size=16", "--train_step=1", "--do_train", "--do_eval"],
+      "export_tflite": MODEL[1:] + ["--max_seq_length=32", f"--output_file={tmp_path / 'm.tflite'}"],
+      "export_onnx": MODEL[1:] + ["--max_seq_length=32", f"--output_file={tmp_path / 'm.onnx'}"],
   }
   for what, flags in runs.items():
     assert_quiet(run_binary(what.split()[0], flags, check=False), what)
