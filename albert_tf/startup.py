@@ -93,6 +93,8 @@ def noise_pattern(no_driver):
                    ([_CUINIT_ERROR_LINE.pattern] if no_driver else []))
 
 
+# How long a finished filter may take to copy what is left in its pipe.
+_FILTER_DRAIN_SECONDS = 2
 # The filter process: copies stdin to stdout line by line, less the lines matching argv[1].
 # Ctrl-C stops the binary, not the copy of what it printed; it ends when the binary's writes end.
 _FILTER = """
@@ -143,7 +145,13 @@ def stderr_without(pattern):
     os.dup2(saved, 2)
     os.close(saved)
     child.stdin.close()
-    child.wait()  # what the import printed comes before what follows it
+    try:
+      child.wait(timeout=_FILTER_DRAIN_SECONDS)  # what it printed comes before what follows
+    except subprocess.TimeoutExpired:
+      # A process started meanwhile still writes into the filter (a multiprocessing pool's
+      # resource tracker lives until this process exits): waiting would never end. The filter
+      # goes on copying its lines and ends with the last writer.
+      pass
 
 
 class _QuietTensorFlowImport(ImportHook):
