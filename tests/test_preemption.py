@@ -77,8 +77,9 @@ def _assert_same_state(prefix_a, prefix_b):
 
 
 def _preempted_step(err):
-  [line] = [l for l in err.splitlines() if l.startswith("preempted: saved")]
-  return int(line.split(" at step ")[1].split(";")[0])
+  # absl's prefix (severity, time, file) comes before the albert_tf logger's message.
+  [line] = [l for l in err.splitlines() if "preempted: saved" in l]
+  return int(line.split("preempted: saved")[1].split(" at step ")[1].split(";")[0])
 
 
 @pytest.mark.slow
