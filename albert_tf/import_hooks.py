@@ -61,7 +61,12 @@ class _HookedLoader(importlib.abc.Loader):
       try:
         self._loader.exec_module(module)
       finally:
-        module.__loader__ = module.__spec__.loader = self._loader
+        # The package's own loader, under however many hooks wrap it (two for tensorflow: the
+        # binaries' quiet start-up and albert_tf's cuInit filter).
+        loader = self._loader
+        while isinstance(loader, _HookedLoader):
+          loader = loader._loader  # pylint: disable=protected-access
+        module.__loader__ = module.__spec__.loader = loader
     self._hook.around_import(module, run)
     if self._hook in sys.meta_path:
       sys.meta_path.remove(self._hook)
