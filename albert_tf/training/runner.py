@@ -303,11 +303,11 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_f
     ValueError: checkpoints in output_dir, none of them readable; or one of another config,
       task or optimizer.
   """
+  # Its paths are the checkpoint file's, relative ones already taken in output_dir.
   state = tf.train.get_checkpoint_state(output_dir) if io.isdir(output_dir) else None
   candidates = list(reversed(state.all_model_checkpoint_paths)) if state else []
   if state and state.model_checkpoint_path not in candidates:
     candidates.insert(0, state.model_checkpoint_path)
-  candidates = [_in_dir(output_dir, path) for path in candidates]
   unreadable = []
   for path in candidates:
     try:
@@ -331,11 +331,6 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_f
     logger.info(f"initialised from {init_checkpoint}: {report}")
     return init_checkpoint
   return None
-
-
-def _in_dir(directory, path):
-  """A checkpoint path of the checkpoint state, relative ones taken in `directory`."""
-  return path if os.path.isabs(path) or io.is_remote(path) else os.path.join(directory, path)
 
 
 def _first_line(text):
