@@ -93,7 +93,7 @@ BLOCKS = {
         skip("checkpoint variable names, not commands"),
     "python3 -m albert_tf.create_pretraining_data --input_file=corpus.txt --output_file=sop": run(
         ("corpus.txt", _CORPUS), ("30k-clean.model", "spm.model"),
-        ("--vocab_file=unused", "--vocab_file=unused --dupe_factor=1"),
+        ("--vocab_file=unused", "--vocab_file=unused --dupe_factor=1 --max_seq_length=128"),
         ("albert_config.json", _TINY),
         ("--do_eval", "--do_eval --num_train_steps=2 --train_batch_size=8 --eval_batch_size=8 "
                       "--max_eval_steps=2")),
