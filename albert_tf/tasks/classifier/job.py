@@ -9,14 +9,12 @@ from albert_tf.io import write_text_atomically
 from albert_tf.tasks.classifier import data as glue
 from albert_tf.tasks.classifier.features import file_based_convert_examples_to_features
 from albert_tf.finetuning.evaluation import batch_means
-from albert_tf.finetuning.inputs import (EXAMPLE_INDEX, check_cached_features,
-                                        classifier_features, feature_dataset)
+from albert_tf.finetuning.inputs import EXAMPLE_INDEX, classifier_features, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob
 from albert_tf.training.job import UsageError
 from albert_tf.finetuning.metrics import classifier_eval_metrics, key_metric
 from albert_tf.finetuning.objectives import ClassificationObjective
 from albert_tf.models import AlbertClassifier, classification_losses
-from albert_tf.training import strategy as strategies
 
 logger = logging.getLogger("albert_tf")
 
@@ -66,14 +64,9 @@ class ClassifierJob(FineTuningJob):
     cached = not regenerate and io.exists(path)
 
     def write():
-      if not cached:
-        self.convert(examples, path)
-        logger.info(f"wrote {len(examples)} {split} features ({real} real) to {path}")
-    strategies.run_on_chief(self.strategy, write, path)
-    if cached:
-      check_cached_features(path, self.record_length())
-      logger.info(f"using cached features {path}")
-    return path
+      self.convert(examples, path)
+      logger.info(f"wrote {len(examples)} {split} features ({real} real) to {path}")
+    return self.cached_features(path, cached, write, self.record_length())
 
   def record_length(self):
     """ids per feature record."""

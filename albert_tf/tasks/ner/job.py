@@ -11,14 +11,13 @@ import tensorflow as tf
 from albert_tf import io
 from albert_tf import labels as label_files
 from albert_tf.checkpoints import checkpoint_global_step
-from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, feature_dataset
+from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset
 from albert_tf.finetuning.evaluation import checkpoint_steps
 from albert_tf.finetuning.job import FineTuningJob
 from albert_tf.tasks.ner import data, features, labels
 from albert_tf.tasks.ner.metrics import entity_metrics
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.tasks.ner.objective import TokenClassificationObjective, token_losses
-from albert_tf.training import strategy as strategies
 from albert_tf.training.job import UsageError
 
 KEY_METRIC = "f1"
@@ -140,17 +139,13 @@ class NerJob(FineTuningJob):
     cached = split != "test" and features.is_fresh(path, stamp)
 
     def write():
-      if not cached:
-        if io.exists(path):
-          logger.info(f"{path} is stale or unstamped: regenerating it")
-        count = features.write_features(self.sentences[split], self.tokenizer, self.label_names,
-                                        s.model.max_seq_length, s.doc_stride, path, stamp)
-        logger.info(f"wrote {count} {split} features ({len(self.sentences[split])} sentences) to {path}")
-    strategies.run_on_chief(self.strategy, write, path)
-    if cached:
-      check_cached_features(path, s.model.max_seq_length)
-      logger.info(f"using cached features {path}")
-    return path
+      if io.exists(path):
+        logger.info(f"{path} is stale or unstamped: regenerating it")
+      count = features.write_features(self.sentences[split], self.tokenizer, self.label_names,
+                                      s.model.max_seq_length, s.doc_stride, path, stamp)
+      logger.info(f"wrote {count} {split} features ({len(self.sentences[split])} sentences) "
+                  f"to {path}")
+    return self.cached_features(path, cached, write, s.model.max_seq_length)
 
   def dataset(self, path, batch_size, is_training, seed=None, input_context=None):
     s = self.settings

@@ -141,14 +141,10 @@ class SquadJob(FineTuningJob):
     cached = io.exists(path)
 
     def write():
-      if not cached:
-        count = self._convert(examples, True, path, s.train_file)
-        logger.info(f"wrote {count} training features to {path}")
-    strategies.run_on_chief(self.strategy, write, path)
-    if cached:
-      check_cached_features(path, s.model.max_seq_length)
-      logger.info(f"using cached training features {path}")
-    return path
+      count = self._convert(examples, True, path, s.train_file)
+      logger.info(f"wrote {count} training features to {path}")
+    return self.cached_features(path, cached, write, s.model.max_seq_length,
+                                what="training features")
 
   def predict_features(self):
     """(examples, features, feature file) of --predict_file, features cached as the original
