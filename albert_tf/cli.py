@@ -5,9 +5,10 @@ Every binary ends with `def run(): cli.run(main, required_flags=(...))`, the ent
 
   error: --max_seq_length=512: cannot use sequence length 512 because ...
 
-A usage error (a bad flag value, a missing required flag, settings that cannot work together)
-exits with status 2; a run that failed on something outside the flags (another run holds
---output_dir, a data file is missing) with 1. Neither prints absl's flag help or a traceback:
+A usage error (a bad flag value, a missing required flag, settings that cannot work together:
+errors.UsageError) exits with status 2; a run that failed on something outside the flags (any
+other albert_tf.errors.AlbertError: a config or checkpoint that does not match, a malformed data
+file, another run holding --output_dir; or a missing file) with 1. Neither prints absl's flag help or a traceback:
 --verbose or ALBERT_TF_TRACEBACK=1 shows the traceback. Any other exception is a bug and keeps
 its traceback.
 
@@ -19,23 +20,14 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import startup
+from albert_tf import errors, startup
 
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
-USAGE_EXIT_CODE = 2
-FAILED_RUN_EXIT_CODE = 1
-
-# The errors a user fixes, by qualified class name (a base class counts): matching names, not
-# classes, keeps TensorFlow unimported until a job imports it.
-_USAGE_ERRORS = ("absl.app.UsageError", "albert_tf.training.job.UsageError")
-_FAILED_RUN_ERRORS = ("albert_tf.training.lock.OutputDirLockedError", "builtins.FileNotFoundError")
+USAGE_EXIT_CODE = errors.USAGE_EXIT_CODE
+FAILED_RUN_EXIT_CODE = errors.FAILED_RUN_EXIT_CODE
 
 flags.DEFINE_bool("verbose", False,
                   f"On an error, show its traceback (also with {TRACEBACK_VARIABLE}=1).")
-
-
-def _qualified_names(error):
-  return {f"{cls.__module__}.{cls.__qualname__}" for cls in type(error).__mro__}
 
 
 def exit_code(error):
@@ -44,10 +36,11 @@ def exit_code(error):
   Args:
     error: the exception a binary's main() raised.
   """
-  names = _qualified_names(error)
-  if names.intersection(_USAGE_ERRORS):
+  if isinstance(error, (app.UsageError, flags.Error)):
     return USAGE_EXIT_CODE
-  if names.intersection(_FAILED_RUN_ERRORS):
+  if errors.is_user_error(error):
+    return errors.exit_code(error)
+  if isinstance(error, FileNotFoundError):
     return FAILED_RUN_EXIT_CODE
   return None
 

@@ -14,7 +14,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import io
+from albert_tf import errors, io
 from albert_tf.checkpoints import hf
 from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
@@ -30,8 +30,8 @@ logger = logging.getLogger("albert_tf")
 DATA_SEED_FILE = "data_seed.txt"
 
 
-class UsageError(ValueError):
-  """Settings that cannot work together (the binaries report it as a flag error)."""
+# Settings that cannot work together (the binaries report it as a flag error).
+UsageError = errors.UsageError
 
 
 def create_strategy(run, train):

@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 
-from albert_tf import io
+from albert_tf import errors, io
 from albert_tf.io import process_running
 
 logger = logging.getLogger("albert_tf")
@@ -23,7 +23,7 @@ logger = logging.getLogger("albert_tf")
 LOCK_NAME = "albert_tf.lock"
 
 
-class OutputDirLockedError(RuntimeError):
+class OutputDirLockedError(errors.AlbertError, RuntimeError):
   """Another run holds the output_dir's lock."""
 
 

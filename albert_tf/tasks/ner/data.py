@@ -9,7 +9,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from albert_tf import io
+from albert_tf import errors, io
 
 # Each split's file names, in the order they are looked for (CoNLL-2003's own names second).
 SPLIT_FILES = {"train": ("train.txt", "eng.train"), "dev": ("dev.txt", "eng.testa"),
@@ -18,7 +18,7 @@ OUTSIDE = "O"
 _DOCSTART = "-DOCSTART-"
 
 
-class NerDataError(ValueError):
+class NerDataError(errors.DataFormatError):
   """Malformed input data; the message names the file and line."""
 
 
