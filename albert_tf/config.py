@@ -12,6 +12,7 @@ import logging
 import math
 import os
 
+from albert_tf import errors
 from albert_tf import io
 
 logger = logging.getLogger("albert_tf")
@@ -136,28 +137,32 @@ class AlbertConfig:
     for key in _POSITIVE_INTS:
       value = getattr(self, key)
       if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"albert config: `{key}` must be a positive integer, got {value!r}")
+        raise errors.ConfigError(
+            f"albert config: `{key}` must be a positive integer, got {value!r}")
     if self.hidden_size % self.num_attention_heads:
-      raise ValueError(
+      raise errors.ConfigError(
           f"albert config: `hidden_size` ({self.hidden_size}) must be a multiple of "
           f"`num_attention_heads` ({self.num_attention_heads})")
     if not 1 <= self.num_hidden_groups <= self.num_hidden_layers:
-      raise ValueError(
+      raise errors.ConfigError(
           f"albert config: `num_hidden_groups` ({self.num_hidden_groups}) must be between 1 and "
           f"`num_hidden_layers` ({self.num_hidden_layers})")
     act = self.hidden_act
     if not isinstance(act, str) or act.lower() not in ACTIVATIONS:
-      raise ValueError(f"albert config: `hidden_act` must be one of {ACTIVATIONS}, got {act!r}")
+      raise errors.ConfigError(
+          f"albert config: `hidden_act` must be one of {ACTIVATIONS}, got {act!r}")
     for key in _PROBABILITIES:
       value = getattr(self, key)
       if not _is_number(value) or not 0.0 <= value < 1.0:
-        raise ValueError(f"albert config: `{key}` must be a number in [0, 1), got {value!r}")
+        raise errors.ConfigError(
+            f"albert config: `{key}` must be a number in [0, 1), got {value!r}")
     if not _is_number(self.initializer_range) or self.initializer_range <= 0:
-      raise ValueError(f"albert config: `initializer_range` must be a positive number, got "
-                       f"{self.initializer_range!r}")
+      raise errors.ConfigError(f"albert config: `initializer_range` must be a positive number, got "
+                               f"{self.initializer_range!r}")
     if self.parameter_sharing not in PARAMETER_SHARING:
-      raise ValueError(f"albert config: `parameter_sharing` must be one of {PARAMETER_SHARING}, "
-                       f"got {self.parameter_sharing!r}{_did_you_mean(self.parameter_sharing)}")
+      raise errors.ConfigError(
+          f"albert config: `parameter_sharing` must be one of {PARAMETER_SHARING}, "
+          f"got {self.parameter_sharing!r}{_did_you_mean(self.parameter_sharing)}")
 
   @property
   def num_parameter_groups(self) -> int:
@@ -183,7 +188,7 @@ class AlbertConfig:
       ValueError: when `vocab_size` is missing, or as the constructor.
     """
     if "vocab_size" not in values:
-      raise ValueError("albert config: missing required key `vocab_size`")
+      raise errors.ConfigError("albert config: missing required key `vocab_size`")
     return cls(**values)
 
   @classmethod
@@ -206,13 +211,13 @@ class AlbertConfig:
       try:
         values = json.load(f)
       except json.JSONDecodeError as e:
-        raise ValueError(f"albert config file {path} is not valid JSON: {e}") from e
+        raise errors.ConfigError(f"albert config file {path} is not valid JSON: {e}") from e
     if not isinstance(values, dict):
-      raise ValueError(f"albert config file {path} must hold a JSON object")
+      raise errors.ConfigError(f"albert config file {path} must hold a JSON object")
     try:
       return cls.from_dict(values)
     except ValueError as e:
-      raise ValueError(f"{path}: {e}") from e
+      raise errors.ConfigError(f"{path}: {e}") from e
 
   @classmethod
   def from_preset(cls, name: str) -> "AlbertConfig":
@@ -231,7 +236,7 @@ class AlbertConfig:
     if not io.exists(path):
       known = sorted(f[len("albert_"):-len("_v2.json")] for f in io.listdir(_DATA_CONFIG_DIR)
                      if f.startswith("albert_") and f.endswith("_v2.json"))
-      raise ValueError(f"unknown ALBERT preset {name!r}; known presets: {known}")
+      raise errors.ConfigError(f"unknown ALBERT preset {name!r}; known presets: {known}")
     return cls.from_json_file(path)
 
   @classmethod
@@ -258,23 +263,25 @@ class AlbertConfig:
       path = os.path.join(path, "config.json")
     values = read_hf_config_json(path)
     if values.get("model_type", "albert") != "albert":
-      raise ValueError(f"{path}: model_type is {values['model_type']!r}, not 'albert'")
+      raise errors.ConfigError(f"{path}: model_type is {values['model_type']!r}, not 'albert'")
     fields = {k: values[k] for k in _DEFAULTS if k in values and k != "hidden_act"}
     act = values.get("hidden_act", "gelu_new")
     if act not in _HF_ACTIVATIONS:
-      raise ValueError(
+      raise errors.ConfigError(
           f"{path}: hidden_act {act!r} has no counterpart in the original ALBERT. Its GELU is "
           "the tanh approximation, HF's 'gelu_new'; HF's 'gelu' is the exact erf form, whose "
           "outputs differ. Supported: " + ", ".join(sorted(_HF_ACTIVATIONS)))
     fields["hidden_act"] = _HF_ACTIVATIONS[act]
     eps = values.get("layer_norm_eps", _LAYER_NORM_EPS)
     if eps != _LAYER_NORM_EPS:
-      raise ValueError(f"{path}: layer_norm_eps is {eps!r}; the original ALBERT's layer norm "
-                       f"uses {_LAYER_NORM_EPS} (this model cannot change it)")
+      raise errors.ConfigError(
+          f"{path}: layer_norm_eps is {eps!r}; the original ALBERT's layer norm "
+          f"uses {_LAYER_NORM_EPS} (this model cannot change it)")
     position = values.get("position_embedding_type", "absolute")
     if position != "absolute":
-      raise ValueError(f"{path}: position_embedding_type is {position!r}; the original ALBERT "
-                       "has only 'absolute'")
+      raise errors.ConfigError(
+          f"{path}: position_embedding_type is {position!r}; the original ALBERT "
+          "has only 'absolute'")
     if "id2label" in values or "num_labels" in values:
       fields["num_labels"] = values.get("num_labels", len(values.get("id2label") or {}))
     if "classifier_dropout_prob" in values:
@@ -282,7 +289,7 @@ class AlbertConfig:
     try:
       return cls.from_dict(fields)
     except ValueError as e:
-      raise ValueError(f"{path}: {e}") from e
+      raise errors.ConfigError(f"{path}: {e}") from e
 
   def check_hf_can_hold(self) -> None:
     """Raises unless transformers' ALBERT can hold this model (see to_hf_config).
@@ -291,7 +298,7 @@ class AlbertConfig:
       ValueError: for parameter_sharing shared-attention or shared-FFN.
     """
     if self.parameter_sharing not in _HF_SHARING:
-      raise ValueError(
+      raise errors.ConfigError(
           f"albert config: parameter_sharing {self.parameter_sharing!r} has no Hugging Face "
           "counterpart: transformers' ALBERT shares whole layers within num_hidden_groups "
           f"groups, never the attention or the FFN alone. Only {_HF_SHARING} models go to or "
@@ -402,8 +409,9 @@ def _check_unknown_key(key, given):
     field = close[0]
     effect = ("is given too: drop one of them" if field in given else
               f"would otherwise keep its default, {_DEFAULTS[field]!r}: rename the key")
-    raise ValueError(f"albert config: unknown key `{key}`, did you mean `{field}`? (`{field}` "
-                     f"{effect})")
+    raise errors.ConfigError(
+        f"albert config: unknown key `{key}`, did you mean `{field}`? (`{field}` "
+        f"{effect})")
   logger.warning("albert config: unknown key `%s` is not used by the model (kept as it is)", key)
 
 
@@ -430,7 +438,7 @@ def read_hf_config_json(path):
   try:
     values = json.loads(io.read_text(path))
   except json.JSONDecodeError as e:
-    raise ValueError(f"Hugging Face config file {path} is not valid JSON: {e}") from e
+    raise errors.ConfigError(f"Hugging Face config file {path} is not valid JSON: {e}") from e
   if not isinstance(values, dict):
-    raise ValueError(f"Hugging Face config file {path} must hold a JSON object")
+    raise errors.ConfigError(f"Hugging Face config file {path} must hold a JSON object")
   return values

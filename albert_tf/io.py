@@ -19,6 +19,8 @@ import tempfile
 import uuid
 import weakref
 
+from albert_tf import errors
+
 logger = logging.getLogger("albert_tf")
 
 # `.<name>.tmp-<pid>`: the leading dot keeps a half-written file out of the globs that pick the
@@ -319,8 +321,9 @@ class AtomicFile:
     self.path = path
     self.tmp = temp_path(path)
     if self.tmp in _OPEN_TEMPS:
-      raise ValueError(f"{path} is already being written by this process: two outputs have the "
-                       "same name; give them distinct names")
+      raise errors.UsageError(
+          f"{path} is already being written by this process: two outputs have the "
+          "same name; give them distinct names")
     self._prepare()
     self._file = self._open_temp()
     _OPEN_TEMPS[self.tmp] = self

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 import safetensors.numpy
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.checkpoints import layout, original
 
@@ -112,7 +113,7 @@ def hf_key(name, encoder_prefix=_PREFIX):
     return (f"{encoder_prefix}encoder.albert_layer_groups.{group}.albert_layers.{inner}."
             f"{suffix}", transposed)
   if name not in _FIXED:
-    raise KeyError(f"variable {name} has no Hugging Face counterpart")
+    raise errors.MissingKeyError(f"variable {name} has no Hugging Face counterpart")
   key, prefixed, transposed = _FIXED[name]
   return (encoder_prefix + key if prefixed else key), transposed
 
@@ -160,8 +161,9 @@ def read_safetensors(path):
     try:
       tensors.update(safetensors.numpy.load(data))
     except safetensors.SafetensorError as e:
-      raise ValueError(f"Hugging Face weights file {f} ({len(data)} bytes) cannot be read: {e}. "
-                       "It looks truncated or corrupt: copy or download it again") from None
+      raise errors.CheckpointError(
+          f"Hugging Face weights file {f} ({len(data)} bytes) cannot be read: {e}. "
+          "It looks truncated or corrupt: copy or download it again") from None
   return tensors
 
 
@@ -243,7 +245,7 @@ def _check_projection(targets, tensors, prefix, path):
               and np.array_equal(w, np.eye(len(w), dtype=w.dtype)))
   if identity and (b is None or not b.any()):
     return {weight, bias}
-  raise ValueError(
+  raise errors.CheckpointError(
       f"Hugging Face checkpoint {path} has {weight} {list(w.shape)}, a learned projection of "
       "the embeddings (HF always has one), but the model has embedding_size == hidden_size, for "
       "which the original ALBERT (and this model) has no projection. Only an identity projection "
@@ -260,7 +262,7 @@ def _check_encoder(targets, sources, path, init_from_group0):
       and not (init_from_group0 and original._group0_name(n) in sources))  # pylint: disable=protected-access
   if absent:
     listing = ", ".join(hf_key(n)[0] for n in absent[:10])
-    raise KeyError(
+    raise errors.MissingKeyError(
         f"Hugging Face checkpoint {path} lacks {len(absent)} encoder weights the model has "
         f"({listing}{' ...' if len(absent) > 10 else ''}). The albert_config does not match the "
         "checkpoint's config.json: compare num_hidden_groups, inner_group_num and embedding_size "
@@ -425,8 +427,9 @@ def model_config(albert_config_file, init_checkpoint):
     return config, albert_config_file
   if hf_config:
     return AlbertConfig.from_hf_config(hf_config), hf_config
-  raise ValueError("no model config: give --albert_config_file, or an --init_checkpoint that is "
-                   "a Hugging Face directory with config.json")
+  raise errors.UsageError(
+      "no model config: give --albert_config_file, or an --init_checkpoint that is "
+      "a Hugging Face directory with config.json")
 
 
 def check_configs_agree(config, config_file, hf_config_file):
@@ -445,7 +448,7 @@ def check_configs_agree(config, config_file, hf_config_file):
   values = configs.read_hf_config_json(hf_config_file)
 
   def disagree(field, ours, theirs, why=""):
-    return ValueError(
+    return errors.ConfigError(
         f"--albert_config_file={config_file} and {hf_config_file} (the config.json of "
         f"--init_checkpoint) disagree on `{field}`: {ours!r} vs {theirs!r}{why}. The checkpoint "
         f"was trained with its config.json: drop --albert_config_file to use it, or fix "

@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.checkpoints import layout
 
@@ -44,7 +45,7 @@ def _listing(names, limit=10):
 def resolve_checkpoint_path(path):
   """A checkpoint prefix from a prefix or a directory holding a `checkpoint` state file."""
   if path is None or not str(path):
-    raise ValueError("no checkpoint path given")
+    raise errors.UsageError("no checkpoint path given")
   path = os.fspath(path)
   # The prefix test first: some filesystems (ram://) call any leading part of a file name a
   # directory, so `model.ckpt-best` would look like one.
@@ -119,7 +120,7 @@ def check_layers_used(unused_layers, prefix):
     KeyError: naming them, before anything is assigned.
   """
   if unused_layers:
-    raise KeyError(
+    raise errors.MissingKeyError(
         f"checkpoint {prefix} holds {len(unused_layers)} transformer variables the model has no "
         f"place for{_listing(sorted(unused_layers))}. It was trained with another layer layout: "
         f"compare {_LAYOUT_KEYS} of the albert_config with the checkpoint's")
@@ -149,7 +150,7 @@ def load_variables(targets, sources, reader, prefix, init_from_group0=False, str
       missing.append(name)
       continue
     if tuple(shapes[source]) != tuple(variable.shape):
-      raise ValueError(
+      raise errors.CheckpointError(
           f"shape mismatch for {name}: checkpoint {prefix} has {list(shapes[source])}, the model "
           f"expects {list(variable.shape)} (does the albert_config match the config the "
           "checkpoint was trained with?)")
@@ -157,7 +158,7 @@ def load_variables(targets, sources, reader, prefix, init_from_group0=False, str
 
   missing_encoder = sorted(n for n in missing if layout.is_encoder_name(n))
   if strict_encoder and missing_encoder:
-    raise KeyError(
+    raise errors.MissingKeyError(
         f"checkpoint {prefix} lacks {len(missing_encoder)} encoder variables the model has"
         f"{_listing(missing_encoder)}. The albert_config does not match the config the checkpoint "
         f"was trained with: compare {_LAYOUT_KEYS} and embedding_size"

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from albert_tf import errors
 from albert_tf.checkpoints import hf, layout, original
 
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -75,7 +76,8 @@ def _load_ours(model, prefix, init_from_group0):
   graph = _object_graph(reader, prefix)
   held = {child.local_name for child in graph.nodes[0].children}
   if "encoder" not in held:
-    raise KeyError(f"checkpoint {prefix} holds no encoder weights (found {sorted(held)})")
+    raise errors.MissingKeyError(
+        f"checkpoint {prefix} holds no encoder weights (found {sorted(held)})")
   paired = _pair_objects(tf.train.Checkpoint(**layout.model_parts(model)), graph)
   targets = layout.original_variable_map(model)
   sources = {}
@@ -94,7 +96,7 @@ def _load_ours(model, prefix, init_from_group0):
 
 def _object_graph(reader, prefix):
   if not reader.has_tensor(_OBJECT_GRAPH):
-    raise KeyError(
+    raise errors.MissingKeyError(
         f"checkpoint {prefix} is in neither known layout: no {_OBJECT_GRAPH} (ours, written by "
         "tf.train.Checkpoint) and no bert/... variables (the released layout)")
   graph = trackable_object_graph_pb2.TrackableObjectGraph()

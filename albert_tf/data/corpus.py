@@ -8,6 +8,7 @@ token), and a document is a small view over them, so a shard of hundreds of MB f
 
 from array import array
 
+from albert_tf import errors
 from albert_tf import io as files
 from albert_tf.data.instances import Sentence
 from albert_tf.data.masking import is_start_piece_sp, is_start_piece_wordpiece
@@ -94,8 +95,8 @@ def corpus_lines(f, path):
     try:
       text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-      raise ValueError(f"{path}:{line_number}: not valid UTF-8 ({e.reason} at byte "
-                       f"{e.start})") from None
+      raise errors.DataFormatError(f"{path}:{line_number}: not valid UTF-8 ({e.reason} at byte "
+                                   f"{e.start})") from None
     yield line_number, text, bytes_read
 
 

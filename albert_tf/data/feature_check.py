@@ -3,6 +3,8 @@ it (a mismatch there fails deep in the pipeline with "Some int64_list slice was 
 
 import tensorflow as tf
 
+from albert_tf import errors
+
 
 def first_record_lengths(path):
   """{feature name: number of values} of the first tf.train.Example in TFRecord file `path`
@@ -26,12 +28,14 @@ def check_first_record(path, expected, fix):
   try:
     found = first_record_lengths(path)
   except tf.errors.DataLossError as e:
-    raise ValueError(f"corrupt TFRecord data in {path} ({e.message}); regenerate the file") from e
+    raise errors.DataFormatError(
+        f"corrupt TFRecord data in {path} ({e.message}); regenerate the file") from e
   if found is None:
-    raise ValueError(f"{path} holds no records")
+    raise errors.DataFormatError(f"{path} holds no records")
   for name, (length, flag) in expected.items():
     if name not in found:
-      raise ValueError(f"{path} has no feature `{name}` (it has {sorted(found)})")
+      raise errors.DataFormatError(f"{path} has no feature `{name}` (it has {sorted(found)})")
     if found[name] != length:
-      raise ValueError(f"{path}: feature `{name}` holds {found[name]} values per record where "
-                       f"{flag} gives {length}; {fix}")
+      raise errors.DataFormatError(
+          f"{path}: feature `{name}` holds {found[name]} values per record where "
+          f"{flag} gives {length}; {fix}")

@@ -4,6 +4,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf.data import dynamic_masking, epochs
 from albert_tf.data.feature_check import check_first_record
 from albert_tf.io import expand_input_patterns
@@ -132,7 +133,7 @@ def _training_records(input_files, seed, input_context, num_cpu_threads, records
     total = (epochs.cached_record_count(files, *count_cache) if count_cache
              else epochs.count_records(files))
     if not total:
-      raise ValueError(f"the training input files {files} hold no records")
+      raise errors.DataFormatError(f"the training input files {files} hold no records")
     start_epoch, offset = divmod(records_to_skip, total)
   return epochs.epoch_stream(records_of_epoch, start_epoch).skip(offset)
 

@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from albert_tf import errors
 from albert_tf import io as files
 from albert_tf.data import tfrecords
 from albert_tf.data.corpus import CorpusReader, TokenizedCorpus
@@ -40,7 +41,7 @@ def special_ids(tokenizer):
   vocab = tokenizer.vocab
   missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
   if missing:
-    raise ValueError(f"the vocabulary lacks the special tokens {missing}")
+    raise errors.DataFormatError(f"the vocabulary lacks the special tokens {missing}")
   cls, sep, mask = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]", "[MASK]"])
   return SpecialIds(cls=cls, sep=sep, mask=mask, vocab_size=len(vocab))
 
@@ -149,7 +150,7 @@ def check_settings(settings):
   if settings.ngram < 1:
     problems.append(f"--ngram={settings.ngram}: must be at least 1")
   if problems:
-    raise ValueError("; ".join(problems))
+    raise errors.UsageError("; ".join(problems))
 
 
 def _same_file_key(path):
@@ -160,26 +161,28 @@ def check_output_files(input_files, output_files, isdir=files.isdir):
   """Raises ValueError, before any work, where two outputs are one file (the later writer would
   replace the earlier's records, or both would write one temporary) or an output is an input."""
   if not output_files:
-    raise ValueError("--output_file names no output file")
+    raise errors.UsageError("--output_file names no output file")
   inputs = {_same_file_key(p): p for p in input_files}
   seen = {}
   for k, path in enumerate(output_files):
     key = _same_file_key(path)
     if isdir(path):
-      raise ValueError(f"output file {path} is a directory: give a file, or that directory alone "
-                       "as --output_file for one output per input")
+      raise errors.UsageError(
+          f"output file {path} is a directory: give a file, or that directory alone "
+          "as --output_file for one output per input")
     if key in inputs:
-      raise ValueError(f"output file {path} is also the input file {inputs[key]}: writing it "
-                       "would replace the input; give another --output_file")
+      raise errors.UsageError(
+          f"output file {path} is also the input file {inputs[key]}: writing it "
+          "would replace the input; give another --output_file")
     if key in seen:
       j = seen[key]
       if len(output_files) == len(input_files):
-        raise ValueError(
+        raise errors.UsageError(
             f"inputs {input_files[j]} and {input_files[k]} would both be written to {path}: "
             "an --output_file directory names each output <input base name>.tfrecord, so give "
             "the inputs distinct base names or run them into separate output directories (or "
             "list distinct output files in --output_file)")
-      raise ValueError(f"--output_file names {path} twice: give distinct output files")
+      raise errors.UsageError(f"--output_file names {path} twice: give distinct output files")
     seen[key] = k
 
 
@@ -202,7 +205,7 @@ def read_corpus(input_files, tokenizer, progress, access=DEFAULT_FILE_ACCESS, al
   corpus.finish()
   if not corpus.sentence_ends:
     if not allow_empty:
-      raise ValueError(f"no usable text in {', '.join(input_files)} (empty corpus?)")
+      raise errors.DataFormatError(f"no usable text in {', '.join(input_files)} (empty corpus?)")
     progress.log(f"warning: no usable text in {', '.join(input_files)}: writing no instances")
   return corpus
 
@@ -297,9 +300,10 @@ def _generate_one(args):
 def check_one_output_per_input(input_files, output_files, mode):
   """Raises ValueError unless the per-file `mode` has one output file per input file."""
   if len(input_files) != len(output_files):
-    raise ValueError(f"{len(input_files)} input files but {len(output_files)} output files: with "
-                     f"{mode}, give one output file per input file, or an output directory "
-                     "(ending in '/' for a remote one)")
+    raise errors.UsageError(
+        f"{len(input_files)} input files but {len(output_files)} output files: with "
+        f"{mode}, give one output file per input file, or an output directory "
+        "(ending in '/' for a remote one)")
 
 
 def generate_per_file(input_files, output_files, settings, num_workers, progress=None):

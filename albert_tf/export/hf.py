@@ -5,6 +5,7 @@ import importlib
 import json
 import os
 
+from albert_tf import errors
 from albert_tf import io, labels, registry
 from albert_tf.checkpoints import hf, layout, load_checkpoint, original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
@@ -70,7 +71,7 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
     KeyError: as load_checkpoint, when the checkpoint does not match the config.
   """
   if head not in HEADS:
-    raise ValueError(f"unknown head {head!r}: one of {', '.join(HEADS)}")
+    raise errors.UsageError(f"unknown head {head!r}: one of {', '.join(HEADS)}")
   config.check_hf_can_hold()  # before any loading: shared-attention / shared-FFN cannot go
   export_dir = checked_export_dir(export_dir)
   if spm_model_file:
@@ -79,23 +80,26 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   asked = head
   head, model = model_for_checkpoint(config, checkpoint, head)
   if head == "squad_v2":
-    raise ValueError(f"{checkpoint} holds a SQuAD 2.0 head (AlbertSquadV2: start_logits/, "
-                     "end_logits/, answer_class/), which transformers has no class for: "
-                     f"{_WHAT_TO_DO}")
+    raise errors.CheckpointError(
+        f"{checkpoint} holds a SQuAD 2.0 head (AlbertSquadV2: start_logits/, "
+        "end_logits/, answer_class/), which transformers has no class for: "
+        f"{_WHAT_TO_DO}")
   report = load_checkpoint(model, checkpoint)
   head_missing = [n for n in report.missing if not layout.is_encoder_name(n)]
   if head == "none" or (asked == "auto" and head == "pretraining" and head_missing):
     model = model.encoder  # no pretraining heads to write: random ones would mislead
     head_missing = []
   elif head_missing:
-    raise ValueError(f"--head={head}: {checkpoint} has no such head (it lacks "
-                     f"{', '.join(head_missing)}); a random one would mislead: give the head it "
-                     "has, or --head=auto")
+    raise errors.CheckpointError(
+        f"--head={head}: {checkpoint} has no such head (it lacks "
+        f"{', '.join(head_missing)}); a random one would mislead: give the head it "
+        "has, or --head=auto")
   if any(n.startswith("bert/pooler/") for n in report.missing) and isinstance(model,
                                                                               AlbertModel):
-    raise ValueError(f"{checkpoint} has no pooler (as transformers' AlbertForQuestionAnswering): "
-                     "an AlbertModel would get a random one; export it with its head "
-                     "(--head=squad_v1)")
+    raise errors.CheckpointError(
+        f"{checkpoint} has no pooler (as transformers' AlbertForQuestionAnswering): "
+        "an AlbertModel would get a random one; export it with its head "
+        "(--head=squad_v1)")
   write_directory_atomically(export_dir, lambda directory: hf.save_hf_checkpoint(
       model, directory, spm_model_file, do_lower_case))
   return export_dir
@@ -131,8 +135,9 @@ def checkpoint_head(checkpoint):
   shapes, architecture = _head_shapes(checkpoint)
   if architecture is not None:
     if architecture not in _HF_HEADS:
-      raise ValueError(f"{checkpoint} is a transformers {architecture}, whose head has no "
-                       f"counterpart here: {_WHAT_TO_DO}")
+      raise errors.CheckpointError(
+          f"{checkpoint} is a transformers {architecture}, whose head has no "
+          f"counterpart here: {_WHAT_TO_DO}")
     head = _HF_HEADS[architecture]
     return head, _classifier_labels(shapes) or 1
   found = {head for head, names in _HEAD_NAMES.items()
@@ -143,8 +148,9 @@ def checkpoint_head(checkpoint):
     found.discard("pretraining")
   if unknown or len(found) > 1:
     listing = ", ".join(unknown[:5] or sorted(shapes)[:5])
-    raise ValueError(f"{checkpoint} holds weights of a head no transformers class is known for "
-                     f"({listing}): {_WHAT_TO_DO}")
+    raise errors.CheckpointError(
+        f"{checkpoint} holds weights of a head no transformers class is known for "
+        f"({listing}): {_WHAT_TO_DO}")
   head = found.pop() if found else "none"
   num_labels = _classifier_labels(shapes)
   if head == "classifier" and num_labels == 1:
@@ -221,7 +227,7 @@ def _one_logit_head(checkpoint):
       "eval_results.txt" in names and "pearson" in io.read_text(results))
   if race != regression:
     return "multiple_choice" if race else "classifier"
-  raise ValueError(
+  raise errors.HeadAmbiguityError(
       f"{checkpoint} has output_weights [1, H], which is either RACE's multiple-choice head or a "
       "one-label (regression, as STS-B) classifier, and neither the checkpoint nor its directory "
       "tells which: give --head=multiple_choice (transformers' AlbertForMultipleChoice) or "

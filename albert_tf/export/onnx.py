@@ -22,6 +22,7 @@ import hashlib
 import os
 import tempfile
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.export.portable import input_signature, serving_function
 
@@ -123,7 +124,7 @@ def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAU
     The number of bytes written.
   """
   if quantize not in QUANTIZE_CHOICES:
-    raise ValueError(f"quantize={quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)}")
+    raise errors.UsageError(f"quantize={quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)}")
   proto = convert(model, max_seq_length, opset)
   if optimize:
     proto = ort_optimize(proto, model.config)

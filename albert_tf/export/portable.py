@@ -18,6 +18,7 @@ import tensorflow as tf
 from tensorflow.python.framework.convert_to_constants import (  # pylint: disable=no-name-in-module
     convert_variables_to_constants_v2)
 
+from albert_tf import errors
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.export.hf import model_for_checkpoint
 from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertSpanLabeler
@@ -71,8 +72,8 @@ def check_max_seq_length(config, max_seq_length):
   """Raises ValueError unless 0 < max_seq_length <= the config's max_position_embeddings."""
   limit = config.max_position_embeddings
   if not 0 < max_seq_length <= limit:
-    raise ValueError(f"--max_seq_length={max_seq_length} must be in [1, {limit}] "
-                     f"(the config's max_position_embeddings)")
+    raise errors.UsageError(f"--max_seq_length={max_seq_length} must be in [1, {limit}] "
+                            f"(the config's max_position_embeddings)")
 
 
 def serving_function(model, max_seq_length):

@@ -8,6 +8,8 @@ Features are {input_ids, input_mask, segment_ids: int32 [B, T]}; outputs {name: 
 
 import numpy as np
 
+from albert_tf import errors
+
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
@@ -59,7 +61,7 @@ def runner_for(path, num_threads=2):
     return TfliteRunner(path, num_threads)
   if str(path).endswith(".onnx"):
     return OnnxRunner(path, num_threads)
-  raise ValueError(f"{path}: a portable export ends in .tflite or .onnx")
+  raise errors.UsageError(f"{path}: a portable export ends in .tflite or .onnx")
 
 
 def worst_cosine(a, b, input_mask):

@@ -32,6 +32,7 @@ import os
 
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.export.serving_inputs import check_texts, check_token_inputs
 from albert_tf.data.trimming import trim_batch
@@ -52,8 +53,9 @@ def in_graph_tokenizer(spm_model_file=None, vocab_file=None, do_lower_case=True)
     return InGraphTokenizer(spm_model_file, do_lower_case)
   if vocab_file:
     return WordpieceInGraphTokenizer(vocab_file, do_lower_case)
-  raise ValueError("a raw-text export needs --spm_model_file (SentencePiece) or --vocab_file "
-                   "(WordPiece vocab.txt) to tokenize in the graph")
+  raise errors.UsageError(
+      "a raw-text export needs --spm_model_file (SentencePiece) or --vocab_file "
+      "(WordPiece vocab.txt) to tokenize in the graph")
 
 
 def as_float32(outputs):
@@ -92,8 +94,8 @@ class TextServingModule(tf.Module):
     # tf.Variable (outside a layer call, where no autocast applies).
     self.model_weights = [weight.value for weight in model.weights]
     if max_seq_length > config.max_position_embeddings:
-      raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
-                       f"({config.max_position_embeddings})")
+      raise errors.UsageError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
+                              f"({config.max_position_embeddings})")
     self.tokenizer = in_graph_tokenizer(spm_model_file, vocab_file, do_lower_case)
     check_vocab_fits(self.tokenizer.vocab_size, config.vocab_size, self.tokenizer.model_file,
                      config_file)
@@ -234,8 +236,8 @@ def export_saved_model(module, export_dir, version):
   that TF Serving (which polls export_dir) never sees a half-written version. Temporary folders
   that killed exports left in export_dir are removed first (see export.staging)."""
   if not str(version).isdigit():
-    raise ValueError(f"--version must be a non-negative integer (TF Serving's layout), got "
-                     f"{version!r}")
+    raise errors.UsageError(f"--version must be a non-negative integer (TF Serving's layout), got "
+                            f"{version!r}")
   final = os.path.join(export_dir, str(int(version)))
   if io.exists(final):
     raise FileExistsError(f"{final} exists already; choose another --version")

@@ -21,6 +21,7 @@ import os
 import tensorflow as tf
 from tensorflow.lite.tools import flatbuffer_utils  # pylint: disable=no-name-in-module
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.export.portable import frozen_serving_function
 
@@ -38,7 +39,7 @@ def convert(concrete_function, quantize="none"):
     The flatbuffer's bytes, each weight stored once.
   """
   if quantize not in QUANTIZE_CHOICES:
-    raise ValueError(f"quantize={quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)}")
+    raise errors.UsageError(f"quantize={quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)}")
   # An empty trackable makes the converter write the function's signature (serving_default);
   # the function holds no variables to track.
   converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete_function], tf.Module())

@@ -5,6 +5,8 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from albert_tf import errors
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
@@ -47,5 +49,6 @@ def get_activation(name: str | Callable | None) -> Callable | None:
     return tf.nn.relu
   if act == "tanh":
     return tf.tanh
-  raise ValueError(f"Unsupported activation: {name!r} (hidden_act must be one of gelu, relu, "
-                   "tanh, linear)")
+  raise errors.ConfigError(
+      f"Unsupported activation: {name!r} (hidden_act must be one of gelu, relu, "
+      "tanh, linear)")

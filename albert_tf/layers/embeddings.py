@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf.layers.common import layer_norm, layer_norm_variables, truncated_normal
 
 
@@ -65,7 +66,7 @@ class AlbertEmbeddings(keras.layers.Layer):
 
   def _check_length(self, seq_length):
     if seq_length is not None and seq_length > self.max_position_embeddings:
-      raise ValueError(
+      raise errors.ConfigError(
           f"sequence length {seq_length} exceeds max_position_embeddings "
           f"({self.max_position_embeddings}) of this model")
 

@@ -2,6 +2,7 @@
 
 import keras
 
+from albert_tf import errors
 from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.common import Dense, layer_norm, layer_norm_variables
 
@@ -192,7 +193,8 @@ class SharedTransformer(keras.layers.Layer):
                parameter_sharing: str = "all-shared", **kwargs):
     super().__init__(**kwargs)
     if parameter_sharing not in ("all-shared", "not-shared", *_SHARED_PART):
-      raise ValueError(f"SharedTransformer: unknown parameter_sharing {parameter_sharing!r}")
+      raise errors.ConfigError(
+          f"SharedTransformer: unknown parameter_sharing {parameter_sharing!r}")
     self.num_hidden_layers = num_hidden_layers
     self.num_hidden_groups = num_hidden_groups
     self.inner_group_num = inner_group_num

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 import keras
 import tensorflow as tf
 
+from albert_tf import errors
+
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 
 
@@ -257,4 +259,4 @@ def create_optimizer(name: str, weight_decay_rate: float = 0.01) -> AdamWeightDe
     return Lamb(weight_decay_rate=weight_decay_rate)
   if name == "adamw":
     return AdamWeightDecay(weight_decay_rate=weight_decay_rate)
-  raise ValueError(f"Not supported optimizer: {name!r} (choose lamb or adamw)")
+  raise errors.UsageError(f"Not supported optimizer: {name!r} (choose lamb or adamw)")

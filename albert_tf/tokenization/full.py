@@ -2,6 +2,7 @@
 
 import sentencepiece as spm
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.tokenization.text import preprocess_text
 from albert_tf.tokenization.wordpiece import BasicTokenizer, WordpieceTokenizer, load_vocab
@@ -43,7 +44,8 @@ def load_sentencepiece(spm_model_file):
   try:
     processor.LoadFromSerializedProto(proto)
   except RuntimeError as e:  # its message does not name the file
-    raise RuntimeError(f"could not load the SentencePiece model {spm_model_file}: {e}") from e
+    raise errors.DataFormatError(
+        f"could not load the SentencePiece model {spm_model_file}: {e}") from e
   return processor
 
 

@@ -43,6 +43,7 @@ Where TF ops can only approximate the original's Python (3.11, Unicode 14.0):
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from albert_tf import errors
 from albert_tf.tokenization.in_graph import PY_WHITESPACE, PackingTokenizer
 from albert_tf.tokenization.text import CJK_RANGES
 from albert_tf.tokenization.wordpiece import load_vocab
@@ -68,7 +69,8 @@ class WordpieceInGraphTokenizer(PackingTokenizer):
     vocab = load_vocab(vocab_file)
     missing = [t for t in ("[CLS]", "[SEP]", UNK) if t not in vocab]
     if missing:
-      raise ValueError(f"the WordPiece vocabulary {vocab_file} has no {', '.join(missing)}")
+      raise errors.DataFormatError(
+          f"the WordPiece vocabulary {vocab_file} has no {', '.join(missing)}")
     self.do_lower_case = do_lower_case
     self.model_file = vocab_file
     self.vocab_size = len(vocab)

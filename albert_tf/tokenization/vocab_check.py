@@ -5,6 +5,7 @@ train time (`indices[...] = 1200 is not in [0, 1000)`), on a GPU it silently rea
 tokenizer with fewer pieces than vocab_size is fine: released models pad their tables.
 """
 
+from albert_tf import errors
 from albert_tf import io
 
 
@@ -28,7 +29,7 @@ def check_vocab_fits(tokenizer_vocab_size, config_vocab_size, tokenizer_file, co
   if tokenizer_vocab_size <= config_vocab_size:
     return
   config = f"the config {config_file}" if config_file else "the model's config"
-  raise ValueError(
+  raise errors.ConfigError(
       f"tokenizer {tokenizer_file} has {tokenizer_vocab_size} pieces but {config} has "
       f"vocab_size {config_vocab_size}: ids {config_vocab_size} to {tokenizer_vocab_size - 1} "
       f"have no embedding and would fail at serve time. Use the SentencePiece model (or vocab "

@@ -205,7 +205,7 @@ class Job:
       with preemption.PreemptionWatcher(self.runner.stop_requested):
         runners.run_training(self.runner, iterator, self.manager, self.train_settings, actions)
     except tf.errors.DataLossError as e:
-      raise RuntimeError(
+      raise errors.DataFormatError(
           f"corrupt TFRecord data in {inputs} ({e.message}); regenerate the file (a cached "
           f"feature file: delete it). The last checkpoint is {self.manager.latest_checkpoint}"
       ) from e

@@ -5,12 +5,14 @@ import contextlib
 import keras
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf.settings import PRECISION_POLICIES, SERVING_POLICIES
 
 
 def set_policy(name):
   if name not in PRECISION_POLICIES:
-    raise ValueError(f"unknown --mixed_precision {name!r}; choose one of {PRECISION_POLICIES}")
+    raise errors.UsageError(
+        f"unknown --mixed_precision {name!r}; choose one of {PRECISION_POLICIES}")
   keras.mixed_precision.set_global_policy(name)
 
 
@@ -19,7 +21,8 @@ def policy_scope(name):
   """Builds the layers made inside under Keras policy `name` (e.g. mixed_bfloat16: float32
   variables, bfloat16 compute), restoring the previous global policy afterwards."""
   if name not in PRECISION_POLICIES:
-    raise ValueError(f"unknown precision policy {name!r}; choose one of {PRECISION_POLICIES}")
+    raise errors.UsageError(
+        f"unknown precision policy {name!r}; choose one of {PRECISION_POLICIES}")
   previous = keras.mixed_precision.global_policy()
   keras.mixed_precision.set_global_policy(name)
   try:
@@ -31,8 +34,8 @@ def policy_scope(name):
 def serving_policy(serving_precision):
   """The Keras policy an export with --serving_precision=`serving_precision` is built under."""
   if serving_precision not in SERVING_POLICIES:
-    raise ValueError(f"--serving_precision={serving_precision}: choose one of "
-                     f"{sorted(SERVING_POLICIES)}")
+    raise errors.UsageError(f"--serving_precision={serving_precision}: choose one of "
+                            f"{sorted(SERVING_POLICIES)}")
   return SERVING_POLICIES[serving_precision]
 
 

@@ -17,6 +17,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.checkpoints.layout import model_parts, original_variable_map
@@ -67,8 +68,9 @@ def build_optimizer_for(model, optimizer):
   return optimizer
 
 
-class NonFiniteLossError(RuntimeError):
-  pass
+class NonFiniteLossError(errors.AlbertError, RuntimeError):
+  """A loss that became NaN or inf: the run stops unsaved (the fix is a lower learning rate or
+  another precision, from the last good checkpoint), reported as one line."""
 
 
 class Runner:
@@ -323,7 +325,7 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_f
     logger.info(f"resumed from {path} at step {int(checkpoint.global_step.numpy())}")
     return path
   if unreadable:
-    raise ValueError(
+    raise errors.CheckpointError(
         f"no readable checkpoint in {output_dir}: {', '.join(unreadable)} cannot be read. Remove "
         "them (and the checkpoint file) to start afresh, or use another --output_dir")
   if init_checkpoint:
@@ -349,7 +351,7 @@ def _resume(checkpoint, model, path):
     checkpoint.read(path).expect_partial()
   except (KeyError, ValueError) as e:
     reason = e.args[0] if e.args else e
-    raise ValueError(
+    raise errors.ResumeMismatchError(
         f"cannot resume from {path}: {reason}. A checkpoint in output_dir is resumed with "
         "the albert_config, task and optimizer it was trained with: use those, or a new "
         "--output_dir") from None

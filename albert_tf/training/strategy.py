@@ -5,6 +5,7 @@ import os
 
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf.settings import STRATEGIES
 
 
@@ -46,7 +47,8 @@ def create_strategy(name="auto", use_tpu=False, tpu_name=None, tpu_zone=None, gc
     return tf.distribute.MirroredStrategy(devices)
   if name == "multi_worker_mirrored":
     if "TF_CONFIG" not in os.environ:
-      raise ValueError("--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable")
+      raise errors.UsageError(
+          "--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable")
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
@@ -54,7 +56,7 @@ def create_strategy(name="auto", use_tpu=False, tpu_name=None, tpu_zone=None, gc
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
-  raise ValueError(f"unknown strategy {name!r}; choose one of {STRATEGIES}")
+  raise errors.UsageError(f"unknown strategy {name!r}; choose one of {STRATEGIES}")
 
 
 def is_chief(strategy):

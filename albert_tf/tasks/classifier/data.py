@@ -11,6 +11,7 @@ import dataclasses
 import os
 from typing import Optional
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.tokenization.text import convert_to_unicode, preprocess_text
 
@@ -139,7 +140,7 @@ class GlueProcessor(TextProcessor):
     super().__init__(use_spm, do_lower_case)
     name = task_name.lower()
     if name not in TASKS:
-      raise ValueError(f"Task not found: {task_name} (known: {', '.join(sorted(TASKS))})")
+      raise errors.UsageError(f"Task not found: {task_name} (known: {', '.join(sorted(TASKS))})")
     self.task_name = name
     self.spec = TASKS[name]
 
@@ -153,7 +154,7 @@ class GlueProcessor(TextProcessor):
   def get_examples(self, data_dir, split):
     spec = self.spec
     if split not in spec.files:
-      raise ValueError(f"task {self.task_name} has no {split} set")
+      raise errors.UsageError(f"task {self.task_name} has no {split} set")
     path = os.path.join(data_dir, spec.directory, spec.files[split])
     in_task_folder = os.path.join(data_dir, spec.files[split])
     if not io.exists(path) and io.exists(in_task_folder):
@@ -161,8 +162,9 @@ class GlueProcessor(TextProcessor):
     examples = self.create_examples(read_tsv(path), split, path)
     if not examples:
       # An empty dev or test set would fail only once training is over.
-      raise ValueError(f"{path} has no examples: give the {split} set's rows (tab-separated, "
-                       f"as GLUE's {spec.directory} files)")
+      raise errors.DataFormatError(
+          f"{path} has no examples: give the {split} set's rows (tab-separated, "
+          f"as GLUE's {spec.directory} files)")
     return examples
 
   def create_examples(self, rows, split, path=None):
@@ -181,14 +183,16 @@ class GlueProcessor(TextProcessor):
       except IndexError:
         if spec.skip_short_rows and split != "test":
           continue
-        raise ValueError(f"{where}: row {i} has {len(row)} columns (line {i + 1}); expected "
-                         f"the {spec.directory} layout") from None
+        raise errors.DataFormatError(
+            f"{where}: row {i} has {len(row)} columns (line {i + 1}); expected "
+            f"the {spec.directory} layout") from None
       except ValueError as e:  # a score that is not a number (STS-B)
-        raise ValueError(f"{where}: row {i} (line {i + 1}): {e}") from None
+        raise errors.DataFormatError(f"{where}: row {i} (line {i + 1}): {e}") from None
       if example.guid in seen:  # predictions are written by guid: one would hide the other
         first = seen[example.guid]
-        raise ValueError(f"{where}: guid {example.guid!r} is used twice, by row {first} (line "
-                         f"{first + 1}) and row {i} (line {i + 1}): give each row its own id")
+        raise errors.DataFormatError(
+            f"{where}: guid {example.guid!r} is used twice, by row {first} (line "
+            f"{first + 1}) and row {i} (line {i + 1}): give each row its own id")
       seen[example.guid] = i
       examples.append(example)
     return examples

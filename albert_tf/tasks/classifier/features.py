@@ -9,6 +9,7 @@ is_real_example int64 [1].
 import dataclasses
 import logging
 
+from albert_tf import errors
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, float_feature
 from albert_tf.data.tfrecords import int64_feature
 from albert_tf.tasks.classifier.data import PaddingInputExample
@@ -64,8 +65,9 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer, regre
     try:
       label_id = label_list.index(example.label)
     except ValueError:
-      raise ValueError(f"example {example.guid} has label {example.label!r}, not one of the "
-                       f"task's labels {label_list}") from None
+      raise errors.DataFormatError(
+          f"example {example.guid} has label {example.label!r}, not one of the "
+          f"task's labels {label_list}") from None
   return InputFeatures(input_ids, input_mask, segment_ids, label_id)
 
 

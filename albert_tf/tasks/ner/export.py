@@ -33,6 +33,7 @@ import time
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from albert_tf import errors
 from albert_tf.export.saved_model import TokensServingModule, export_saved_model
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.export.windows import max_context_window
@@ -131,10 +132,10 @@ class NerServingModule(TokensServingModule):
     super().__init__(model, spm_model_file, do_lower_case, max_seq_length,
                      name="albert_ner_serving", vocab_file=vocab_file)
     if max_seq_length < 3:
-      raise ValueError(f"max_seq_length must be at least 3 ([CLS], a piece, [SEP]), got "
-                       f"{max_seq_length}")
+      raise errors.UsageError(f"max_seq_length must be at least 3 ([CLS], a piece, [SEP]), got "
+                              f"{max_seq_length}")
     if doc_stride < 1:
-      raise ValueError(f"doc_stride must be at least 1, got {doc_stride}")
+      raise errors.UsageError(f"doc_stride must be at least 1, got {doc_stride}")
     self.model = model
     self.doc_stride = doc_stride
     self.label_names = tf.constant(label_names)

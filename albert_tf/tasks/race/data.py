@@ -12,6 +12,7 @@ import json
 import logging
 import os
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.tasks.classifier.features import pack_pair
@@ -35,7 +36,7 @@ class RaceProcessor(TextProcessor):
 
   def __init__(self, use_spm=True, do_lower_case=True, high_only=False, middle_only=False):
     if high_only and middle_only:
-      raise ValueError("high_only and middle_only exclude each other")
+      raise errors.UsageError("high_only and middle_only exclude each other")
     super().__init__(use_spm, do_lower_case)
     self.levels = [level for level, skip in (("middle", high_only), ("high", middle_only))
                    if not skip]
@@ -59,8 +60,9 @@ class RaceProcessor(TextProcessor):
         if name.endswith(".txt"):
           examples.extend(self._file_examples(os.path.join(directory, name), seen))
     if not examples:
-      raise ValueError(f"no RACE questions in {split_dir}: its "
-                       f"{' and '.join(self.levels)} folders hold no *.txt file with an article")
+      raise errors.DataFormatError(
+          f"no RACE questions in {split_dir}: its "
+          f"{' and '.join(self.levels)} folders hold no *.txt file with an article")
     return examples
 
   def _file_examples(self, path, seen=None):
@@ -75,13 +77,15 @@ class RaceProcessor(TextProcessor):
         try:
           article = json.loads(line.strip())
         except json.JSONDecodeError as e:
-          raise ValueError(f"{where} is not valid JSON ({e.msg}, column {e.colno}): each line "
-                           "must hold one article") from None
+          raise errors.DataFormatError(
+              f"{where} is not valid JSON ({e.msg}, column {e.colno}): each line "
+              "must hold one article") from None
         examples.extend(self._article_examples(article, where))
         if seen is not None:
           if article["id"] in seen:
-            raise ValueError(f"{where}: article id {article['id']!r} is used twice, also at "
-                             f"{seen[article['id']]}: give each article its own id")
+            raise errors.DataFormatError(
+                f"{where}: article id {article['id']!r} is used twice, also at "
+                f"{seen[article['id']]}: give each article its own id")
           seen[article["id"]] = where
     return examples
 
@@ -93,7 +97,7 @@ class RaceProcessor(TextProcessor):
         zip(article["answers"], article["questions"], article["options"])):
       num_options = len(options) if isinstance(options, list) else 0
       if answer not in LABELS or num_options < len(LABELS):
-        raise ValueError(
+        raise errors.DataFormatError(
             f"{where}, question {number} of article {article['id']} ({str(question)[:60]!r}): "
             f"the answer must be one of {', '.join(LABELS)} for {len(LABELS)} options; found "
             f"answer {answer!r} and {num_options} options")
@@ -114,12 +118,14 @@ def _check_article(article, where):
   wrong = [k for k, kind in kinds.items()
            if not isinstance(article, dict) or not isinstance(article.get(k), kind)]
   if wrong:
-    raise ValueError(f"{where}: the article needs {', '.join(wrong)} (RACE's fields: id, "
-                     "article, questions, options, answers)")
+    raise errors.DataFormatError(
+        f"{where}: the article needs {', '.join(wrong)} (RACE's fields: id, "
+        "article, questions, options, answers)")
   counts = [len(article[k]) for k in ("answers", "questions", "options")]
   if len(set(counts)) != 1:
-    raise ValueError(f"{where}: article {article['id']} has {counts[0]} answers, {counts[1]} "
-                     f"questions and {counts[2]} option lists; each question needs one of each")
+    raise errors.DataFormatError(
+        f"{where}: article {article['id']} has {counts[0]} answers, {counts[1]} "
+        f"questions and {counts[2]} option lists; each question needs one of each")
 
 
 def convert_single_example(example, num_choices, max_seq_length, tokenizer, max_qa_length):

@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.finetuning.windows import doc_spans, is_max_context
@@ -70,11 +71,13 @@ def load_squad_json(input_file):
     try:
       root = json.load(f)
     except json.JSONDecodeError as e:
-      raise ValueError(f"SQuAD file {input_file} is not valid JSON: {e.msg} at line {e.lineno}, "
-                       f"column {e.colno}") from None
+      raise errors.DataFormatError(
+          f"SQuAD file {input_file} is not valid JSON: {e.msg} at line {e.lineno}, "
+          f"column {e.colno}") from None
   if not isinstance(root, dict) or not isinstance(root.get("data"), list):
-    raise ValueError(f"SQuAD file {input_file} has no \"data\" list: expected "
-                     "{\"data\": [{\"paragraphs\": [{\"context\": ..., \"qas\": [...]}]}]}")
+    raise errors.DataFormatError(
+        f"SQuAD file {input_file} has no \"data\" list: expected "
+        "{\"data\": [{\"paragraphs\": [{\"context\": ..., \"qas\": [...]}]}]}")
   return root["data"]
 
 
@@ -84,8 +87,9 @@ def _field(entry, key, kind, where):
   if not isinstance(value, kind) or isinstance(value, bool):
     found = "missing" if not isinstance(entry, dict) or key not in entry else repr(value)[:50]
     names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-    raise ValueError(f"{where}: \"{key}\" must be a {names}, found {found}: fix or remove the "
-                     "entry")
+    raise errors.DataFormatError(
+        f"{where}: \"{key}\" must be a {names}, found {found}: fix or remove the "
+        "entry")
   return value
 
 
@@ -105,10 +109,11 @@ def _questions(data, input_file):
         position = f"article {a}, paragraph {p}, question {q}"
         qas_id = _field(qa, "id", (str, int), f"{source}, {position}")
         if str(qas_id) in seen:
-          raise ValueError(f"{source}: question id {qas_id!r} is used twice, by "
-                           f"{seen[str(qas_id)]} and by {position}: predictions are keyed by "
-                           "id, so one answer would overwrite the other; give each question "
-                           "its own id")
+          raise errors.DataFormatError(
+              f"{source}: question id {qas_id!r} is used twice, by "
+              f"{seen[str(qas_id)]} and by {position}: predictions are keyed by "
+              "id, so one answer would overwrite the other; give each question "
+              "its own id")
         seen[str(qas_id)] = position
         yield f"{source}, question {qas_id} ({position})", context, qa
 
@@ -129,17 +134,20 @@ def _training_answer(qa, context, where):
   """(answer text, character offset) of a training question that has an answer."""
   answers = _field(qa, "answers", list, where)
   if len(answers) != 1:
-    raise ValueError(f"{where}: for training, each question should have exactly 1 answer "
-                     f"(it has {len(answers)}); mark an unanswerable one \"is_impossible\": true "
-                     "(SQuAD 2.0)")
+    raise errors.DataFormatError(
+        f"{where}: for training, each question should have exactly 1 answer "
+        f"(it has {len(answers)}); mark an unanswerable one \"is_impossible\": true "
+        "(SQuAD 2.0)")
   text = _field(answers[0], "text", str, f"{where}, answer")
   start = _field(answers[0], "answer_start", int, f"{where}, answer")
   if not text.strip():
-    raise ValueError(f"{where}: the answer text is empty; mark an unanswerable question "
-                     "\"is_impossible\": true (SQuAD 2.0)")
+    raise errors.DataFormatError(
+        f"{where}: the answer text is empty; mark an unanswerable question "
+        "\"is_impossible\": true (SQuAD 2.0)")
   if start < 0 or start + len(text) > len(context):
-    raise ValueError(f"{where}: answer_start {start} with an answer of {len(text)} characters "
-                     f"lies outside its context ({len(context)} characters): fix the offset")
+    raise errors.DataFormatError(
+        f"{where}: answer_start {start} with an answer of {len(text)} characters "
+        f"lies outside its context ({len(context)} characters): fix the offset")
   return text, start
 
 
@@ -175,7 +183,7 @@ def read_squad_examples(input_file, is_training):
     logger.info(f"skipped {skipped} of {len(examples) + skipped} training questions of "
                 f"{input_file}: their answer text is not at answer_start in the context")
   if not examples:
-    raise ValueError(f"SQuAD file {input_file} has no usable questions"
+    raise errors.DataFormatError(f"SQuAD file {input_file} has no usable questions"
                      + (f" (all {skipped} answers were not found in their contexts)"
                         if skipped else "") + ": check that it is the right file")
   return examples
@@ -280,7 +288,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
   original's "MISMATCH DETECTED"). Returns the number of features."""
   sp = tokenizer.sp_model
   if sp is None:
-    raise ValueError("SQuAD features need a SentencePiece model (--spm_model_file)")
+    raise errors.UsageError("SQuAD features need a SentencePiece model (--spm_model_file)")
   cls_id, sep_id = sp.PieceToId("[CLS]"), sp.PieceToId("[SEP]")
   unique_id = FIRST_UNIQUE_ID
   for example_index, example in enumerate(examples):

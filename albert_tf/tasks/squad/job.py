@@ -8,6 +8,7 @@ import random
 
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf import io
 from albert_tf.io import write_text_atomically
 from albert_tf.tasks.squad import data as squad_data
@@ -119,9 +120,10 @@ class SquadJob(FineTuningJob):
                                               s.doc_stride, s.max_query_length, is_training,
                                               output, s.tokenizer.do_lower_case)
       if not writer.num_features:
-        raise ValueError(f"no features from {source}: no paragraph of its {len(examples)} "
-                         "questions could be aligned to its SentencePiece pieces (see the "
-                         "MISMATCH DETECTED lines): check --spm_model_file and --do_lower_case")
+        raise errors.DataFormatError(
+            f"no features from {source}: no paragraph of its {len(examples)} "
+            "questions could be aligned to its SentencePiece pieces (see the "
+            "MISMATCH DETECTED lines): check --spm_model_file and --do_lower_case")
     except BaseException:
       writer.abort()
       raise
