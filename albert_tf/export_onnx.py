@@ -25,7 +25,9 @@ flags.DEFINE_bool("ort_optimize", False,
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
-  from albert_tf.export.onnx import export_onnx  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from albert_tf.export.onnx import export_onnx, require_dependencies
+  require_dependencies(FLAGS.quantize, FLAGS.ort_optimize)  # before the model loads
   model = portable_flags.model_from_flags()
   size = export_onnx(model, FLAGS.output_file, FLAGS.max_seq_length, FLAGS.quantize,
                      FLAGS.opset, FLAGS.ort_optimize)

@@ -1,5 +1,9 @@
 """Hugging Face transformers checkpoints (config.json + model.safetensors), both ways.
 
+safetensors comes with the `hf` extra (pip install "albert-tf[hf]") and is imported only where a
+safetensors file is read or written, so that every other layout, and `import albert_tf`, work
+without it; without it those two say which extra to install.
+
 HF's ALBERT layout is a renaming of the original one: every model names its variables by their
 original TF1 names (`original_variables()`), and each name maps to one HF key, dense kernels
 transposed (torch's Linear keeps [out, in]). The MLM decoder is tied to the word embeddings, so
@@ -14,7 +18,6 @@ from typing import Optional
 
 import keras
 import numpy as np
-import safetensors.numpy
 
 from albert_tf import errors
 from albert_tf import io
@@ -128,6 +131,14 @@ def is_hf_checkpoint(path):
                              or io.exists(os.path.join(path, _INDEX_NAME)))
 
 
+def _safetensors(what):
+  """The safetensors package (its numpy API imported), or errors.MissingExtraError naming the hf
+  extra and `what` needed it."""
+  safetensors = errors.require_module("safetensors", "hf", what)
+  import safetensors.numpy  # pylint: disable=import-outside-toplevel,redefined-outer-name
+  return safetensors
+
+
 def read_safetensors(path):
   """{key: numpy array} of an HF checkpoint (a file, or a directory: one or sharded files).
 
@@ -140,6 +151,7 @@ def read_safetensors(path):
   Raises:
     FileNotFoundError: when `path` holds no safetensors weights.
     ValueError: a file that is not valid safetensors (truncated or corrupt), naming it.
+    errors.MissingExtraError: without the hf extra (safetensors).
   """
   path = os.fspath(path)
   if path.endswith(".safetensors"):
@@ -152,6 +164,7 @@ def read_safetensors(path):
   else:
     raise FileNotFoundError(f"no Hugging Face weights at {path}: expected a .safetensors file or "
                             f"a directory with {WEIGHTS_NAME}")
+  safetensors = _safetensors(f"reading the Hugging Face checkpoint {path}")
   tensors = {}
   for f in files:
     if not io.exists(f):
@@ -318,6 +331,7 @@ def architecture(model):
 def write_safetensors(tensors, path):
   """Writes `tensors` to a safetensors file atomically, with the metadata transformers checks
   (`format: pt`: it refuses files without a known format)."""
+  safetensors = _safetensors("writing a Hugging Face checkpoint")
   data = safetensors.numpy.save(tensors, metadata={"format": "pt"})
   with io.AtomicFile(path) as f:
     f.write(data)

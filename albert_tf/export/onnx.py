@@ -32,6 +32,15 @@ DEFAULT_OPSET = 17
 AXIS_NAMES = ("batch", "length")
 
 
+def require_dependencies(quantize="none", optimize=False, command="export_onnx"):
+  """Raises errors.MissingExtraError, naming `command` and the portable extra, unless what the
+  export imports is installed: tf2onnx (the conversion), onnx (the graph edits) and, to
+  quantize or optimize, onnxruntime. The binary calls it before loading the model."""
+  modules = ["tf2onnx", "onnx"] + (["onnxruntime"] if optimize or quantize != "none" else [])
+  for module in modules:
+    errors.require_module(module, "portable", command)
+
+
 def convert(model, max_seq_length, opset=DEFAULT_OPSET):
   """The ModelProto of `model`'s serving function, converted by tf2onnx."""
   import tf2onnx  # pylint: disable=import-outside-toplevel
@@ -122,9 +131,13 @@ def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAU
 
   Returns:
     The number of bytes written.
+
+  Raises:
+    errors.MissingExtraError: without the portable extra (see require_dependencies).
   """
   if quantize not in QUANTIZE_CHOICES:
     raise errors.UsageError(f"quantize={quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)}")
+  require_dependencies(quantize, optimize)
   proto = convert(model, max_seq_length, opset)
   if optimize:
     proto = ort_optimize(proto, model.config)

@@ -22,8 +22,9 @@ class TfliteRunner:
   """
 
   def __init__(self, path, num_threads=2):
-    from ai_edge_litert.interpreter import Interpreter  # pylint: disable=import-outside-toplevel
-    self.interpreter = Interpreter(model_path=path, num_threads=num_threads)
+    litert = errors.require_module("ai_edge_litert.interpreter", "portable",
+                                   "running a .tflite file")
+    self.interpreter = litert.Interpreter(model_path=path, num_threads=num_threads)
     self.runner = self.interpreter.get_signature_runner("serving_default")
     self.output_names = sorted(self.interpreter.get_signature_list()["serving_default"]["outputs"])
 
@@ -42,7 +43,7 @@ class OnnxRunner:
   """
 
   def __init__(self, path, num_threads=2):
-    import onnxruntime as ort  # pylint: disable=import-outside-toplevel
+    ort = errors.require_module("onnxruntime", "portable", "running an .onnx file")
     options = ort.SessionOptions()
     options.intra_op_num_threads = num_threads
     options.inter_op_num_threads = 1
