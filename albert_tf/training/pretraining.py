@@ -175,6 +175,8 @@ class PretrainingJob(Job):
       # SIGTERM here stops the evaluation (Preempted): the checkpoint is saved, the restarted
       # run resumes at the last step and evaluates.
       with self.preemptible("the evaluation"):
+        logger.info(f"***** Running evaluation *****\n  Batch size = {s.eval_batch_size}\n"
+                    f"  Steps = {s.max_eval_steps}")
         data = iter(self.strategy.distribute_datasets_from_function(
             lambda ctx: self.dataset(False, s.eval_batch_size, ctx)))
         result = self.runner.evaluate(data, s.max_eval_steps)
