@@ -19,7 +19,7 @@ from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
 from albert_tf.finetuning.inputs import check_cached_features, in_file_order
 from albert_tf.tokenization import FullTokenizer, check_vocab_fits
-from albert_tf.training import precision
+from albert_tf.training import precision, preemption
 from albert_tf.training import strategy as strategies
 from albert_tf.training.job import Job, UsageError
 
@@ -160,16 +160,27 @@ class FineTuningJob(Job):
     order (the original's eval loop; after training, the scheduled ones only); with none at all,
     for the model as initialised."""
     found = checkpoint_steps(self.settings.output_dir)
-    for step, path in found.items():
-      # A checkpoint saved because of preemption is no evaluation point of a training run.
-      if step > tracker.last_step and not (self.settings.do_train
-                                           and not self.is_evaluation_point(step)):
-        self.checkpoint.read(path).expect_partial()
-        self.record(tracker, step, evaluate())
+    # SIGTERM stops this once the checkpoint being evaluated is recorded (Preempted): the
+    # restarted run evaluates the others.
+    with self.preemptible("the evaluation"):
+      for step, path in found.items():
+        # A checkpoint saved because of preemption is no evaluation point of a training run.
+        if step > tracker.last_step and not (self.settings.do_train
+                                             and not self.is_evaluation_point(step)):
+          self.checkpoint.read(path).expect_partial()
+          self.record(tracker, step, evaluate())
+          self._stop_if_signalled(tracker)
+      self._stop_if_signalled(tracker)
     init_checkpoint = self.settings.model.init_checkpoint
     if not found and tracker.last_step < 0:
       step = checkpoint_global_step(init_checkpoint) if init_checkpoint else 0
       self.record(tracker, step, evaluate())
+
+  def _stop_if_signalled(self, tracker):
+    """Raises Preempted when a worker got SIGTERM (every worker alike: all of them stop after
+    the same evaluation)."""
+    if strategies.barrier(self.strategy, failed=bool(self.runner.stop_requested.numpy())):
+      raise preemption.Preempted(tracker.last_step, None, phase="the evaluation")
 
   def serving_model(self):
     """The model to export: self.model, or where --serving_precision asks for another compute

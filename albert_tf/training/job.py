@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from albert_tf import errors, io
 from albert_tf.checkpoints import hf
+from albert_tf.config import AlbertConfig
 from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
 from albert_tf.training import precision, preemption
@@ -28,6 +29,9 @@ logger = logging.getLogger("albert_tf")
 
 # Where an unseeded run keeps the data seed it drew, in output_dir.
 DATA_SEED_FILE = "data_seed.txt"
+# Where a run keeps its model config, in output_dir (the released models' name): a resume is
+# checked against it.
+CONFIG_FILE = "albert_config.json"
 
 
 # Settings that cannot work together (the binaries report it as a flag error).
@@ -50,6 +54,20 @@ def create_strategy(run, train):
         f"({strategy.num_replicas_in_sync}) x --gradient_accumulation_steps "
         f"({train.gradient_accumulation_steps})")
   return strategy
+
+
+def config_differences(saved, given):
+  """`field value (was saved value)` for each field or extra key in which two AlbertConfigs
+  differ, in field order."""
+  saved_values, given_values = saved.to_dict(), given.to_dict()
+
+  def value(config, values, key):
+    # A field left out of to_dict (parameter_sharing at its default) has its default.
+    return values[key] if key in values else getattr(config, key, None)
+  keys = list(given_values) + [k for k in saved_values if k not in given_values]
+  return [f"{key} {value(given, given_values, key)!r} (was "
+          f"{value(saved, saved_values, key)!r})" for key in keys
+          if value(given, given_values, key) != value(saved, saved_values, key)]
 
 
 class Job:
@@ -122,11 +140,11 @@ class Job:
   # -- the skeleton -----------------------------------------------------------------------------
   def claim_output_dir(self):
     """Call once the inputs are checked, before anything is written: refuses to go on without
-    a model when one is needed, creates output_dir and takes its lock (chief)."""
+    a model when one is needed, creates output_dir and takes its lock (chief), then checks the
+    config against the one output_dir was trained with (see keep_config)."""
     output_dir = self.settings.output_dir
     if self.needs_trained_model() and not self.settings.model.init_checkpoint and not (
-        io.isdir(output_dir) and (tf.train.latest_checkpoint(output_dir)
-                                  or io.exists(os.path.join(output_dir, "model.ckpt-best.index")))):
+        self._holds_trained_model()):
       raise UsageError(
           f"nothing to evaluate, predict or export: --output_dir={output_dir} holds no "
           "checkpoint (model.ckpt-<step> or model.ckpt-best) and --init_checkpoint is not set. "
@@ -136,8 +154,38 @@ class Job:
 
     def take_lock():
       self._lock = OutputDirLock(output_dir).acquire()
+      self.keep_config()
     # Through the chief: a lock it cannot take stops every worker, not the chief alone.
     strategies.run_on_chief(self.strategy, take_lock, f"the lock of {output_dir}")
+
+  def _holds_trained_model(self):
+    output_dir = self.settings.output_dir
+    return bool(runners.resume_candidates(output_dir)) or io.exists(
+        os.path.join(output_dir, "model.ckpt-best.index"))
+
+  def keep_config(self):
+    """Keeps the run's config in output_dir (CONFIG_FILE), written at the first start; a later
+    start with a trained model there must give the same config. An output_dir trained before
+    the config was kept gets it now.
+
+    Raises:
+      ResumeMismatchError: the config differs from the one output_dir was trained with, naming
+        each field with both values.
+    """
+    output_dir = self.settings.output_dir
+    path = os.path.join(output_dir, CONFIG_FILE)
+    if io.exists(path) and self._holds_trained_model():
+      differences = config_differences(AlbertConfig.from_json_file(path), self.config)
+      if differences:
+        raise errors.ResumeMismatchError(
+            f"cannot resume from {output_dir}: it was trained with the config in {path}, and "
+            f"{self.config_file} differs in {'; '.join(differences)}. Resume with the same "
+            f"--albert_config_file (a copy is {path}), or use a new --output_dir")
+      return
+    if self._holds_trained_model():
+      logger.info(f"{output_dir} holds checkpoints but no {CONFIG_FILE} (a run from before it "
+                  f"was kept): writing {self.config_file}'s there")
+    self.config.to_json_file(path)
 
   def _resolve_data_seed(self):
     """--data_seed; unseeded, the seed the first start in this output_dir drew and wrote to
@@ -168,12 +216,21 @@ class Job:
     self.runner = runners.Runner(self.strategy, self.model, optimizer, train, self.objective(),
                                  loss_scale)
     self.checkpoint = self.runner.checkpoint()
-    self.manager = runners.checkpoint_manager(self.checkpoint, self.model_dir,
-                                              train.keep_checkpoint_max)
     model = self.settings.model
+    # Before the manager: it lists the checkpoints in the state file, which the resume
+    # reports missing.
     self.restored_from = runners.restore_or_initialize(
         self.checkpoint, self.model, self.settings.output_dir, model.init_checkpoint,
         model.init_from_group0)
+    if not self.chief and io.isdir(self.model_dir):
+      io.rmtree(self.model_dir)  # a killed start's scratch saves, of the steps to come
+    self.manager = runners.checkpoint_manager(self.checkpoint, self.model_dir,
+                                              train.keep_checkpoint_max)
+
+  def preemptible(self, phase=None):
+    """A PreemptionWatcher of the runner: SIGTERM within stops training (or `phase`, an
+    evaluation after the checkpoint is saved) at a step boundary with Preempted."""
+    return preemption.PreemptionWatcher(self.runner.stop_requested, phase)
 
   def train(self, make_dataset, inputs, after_save=None):
     """Trains to num_train_steps.
@@ -202,7 +259,7 @@ class Job:
     if after_save is not None:
       actions.append(runners.after_save_action(after_save))
     try:
-      with preemption.PreemptionWatcher(self.runner.stop_requested):
+      with self.preemptible():
         runners.run_training(self.runner, iterator, self.manager, self.train_settings, actions)
     except tf.errors.DataLossError as e:
       raise errors.DataFormatError(

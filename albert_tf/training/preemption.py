@@ -31,33 +31,44 @@ logger = logging.getLogger("albert_tf")
 
 
 class Preempted(Exception):
-  """Training stopped by a signal after saving the checkpoint of the step it reached.
+  """A run stopped by a signal, with the checkpoint of the step it reached saved.
 
   Args:
     step: the step saved.
-    path: the checkpoint written at that step.
+    path: the checkpoint written at that step (None: saved before `phase`).
+    phase: what the signal stopped when it was not training, e.g. "the evaluation": what of
+      it is not written yet, the restarted run does.
   """
 
-  def __init__(self, step, path):
-    super().__init__(f"preempted: saved {path} at step {step}; run again with the same flags "
-                     f"to resume (exit code {PREEMPTED_EXIT_CODE})")
+  def __init__(self, step, path, phase=None):
+    if phase is None:
+      text = (f"preempted: saved {path} at step {step}; run again with the same flags to resume "
+              f"(exit code {PREEMPTED_EXIT_CODE})")
+    else:
+      text = (f"preempted during {phase} at step {step}, its checkpoint saved: run again with "
+              f"the same flags to finish {phase} (exit code {PREEMPTED_EXIT_CODE})")
+    super().__init__(text)
     self.step = step
     self.path = path
+    self.phase = phase
 
 
 class PreemptionWatcher:
   """While installed, SIGTERM sets `flag` even while a compiled call runs.
 
   Args:
-    flag: a boolean tf.Variable (a Runner's `stop_requested`, which its loop reads).
+    flag: a boolean tf.Variable (a Runner's `stop_requested`, which its loops read).
+    phase: what it watches when not training (e.g. "the evaluation"), for the log line: the
+      checkpoint is then saved already.
 
   Example:
     with PreemptionWatcher(runner.stop_requested):  # the previous handler is back after
       ...                                           # the block
   """
 
-  def __init__(self, flag):
+  def __init__(self, flag, phase=None):
     self.flag = flag
+    self.phase = phase
     self._previous = {}
     self._previous_fd = None
     self._sockets = None
@@ -122,6 +133,8 @@ class PreemptionWatcher:
     with self._lock:  # the watcher thread and the Python handler both come here
       first, self._signalled = not self._signalled, True
     if first:
-      logger.info(f"{signal.Signals(signum).name} received: saving a checkpoint after the step in "
-               f"flight, then exiting with code {PREEMPTED_EXIT_CODE} (pid {os.getpid()})")
+      doing = ("saving a checkpoint after the step in flight" if self.phase is None else
+               f"stopping {self.phase} (the checkpoint is saved already)")
+      logger.info(f"{signal.Signals(signum).name} received: {doing}, then exiting with code "
+                  f"{PREEMPTED_EXIT_CODE} (pid {os.getpid()})")
     self.flag.assign(True)

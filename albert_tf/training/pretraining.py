@@ -172,9 +172,14 @@ class PretrainingJob(Job):
       self.train(lambda ctx, step: self.dataset(True, s.train.train_batch_size, ctx, step),
                  self.input_files, after_save)
     if s.do_eval:
-      data = iter(self.strategy.distribute_datasets_from_function(
-          lambda ctx: self.dataset(False, s.eval_batch_size, ctx)))
-      result = self.runner.evaluate(data, s.max_eval_steps)
+      # SIGTERM here stops the evaluation (Preempted): the checkpoint is saved, the restarted
+      # run resumes at the last step and evaluates.
+      with self.preemptible("the evaluation"):
+        logger.info(f"***** Running evaluation *****\n  Batch size = {s.eval_batch_size}\n"
+                    f"  Steps = {s.max_eval_steps}")
+        data = iter(self.strategy.distribute_datasets_from_function(
+            lambda ctx: self.dataset(False, s.eval_batch_size, ctx)))
+        result = self.runner.evaluate(data, s.max_eval_steps)
       logger.info("***** Eval results *****")
       if self.chief:
         write_text_atomically(os.path.join(s.output_dir, "eval_results.txt"),

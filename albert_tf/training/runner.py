@@ -12,15 +12,18 @@ import dataclasses
 import logging
 import math
 import os
+import re
 import time
 from typing import Optional
 
 import tensorflow as tf
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf import errors, io
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.checkpoints.layout import model_parts, original_variable_map
+# A listing of files, no fine-tuning code: finetuning/evaluation.py imports nothing of albert_tf's
+# training.
+from albert_tf.finetuning.evaluation import checkpoint_steps
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
 from albert_tf.training import preemption
 from albert_tf.training import strategy as strategies
@@ -231,22 +234,35 @@ class Runner:
   def _eval_loop_impl(self, iterator, steps):
     def replica(features):
       return self.objective.sums(self.model(features, training=False), features)
-    totals = None
-    for _ in tf.range(steps):
+
+    def batch():
       sums = self.strategy.run(replica, args=(next(iterator),))
-      sums = {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
-      totals = sums if totals is None else {k: totals[k] + sums[k] for k in sums}
-    return totals
+      return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
+    totals = batch()
+    done, stop = tf.constant(1), self._stop_agreed()
+    while done < steps and not stop:
+      sums = batch()
+      totals = {k: totals[k] + sums[k] for k in sums}
+      done += 1
+      stop = self._stop_agreed()
+    return totals, stop
 
   def evaluate(self, iterator, steps: int) -> dict:
-    """Evaluates `steps` batches of `iterator` (no update).
+    """Evaluates `steps` batches of `iterator` (no update); stops at a batch boundary when
+    stop_requested is set meanwhile (a PreemptionWatcher's SIGTERM).
 
     Returns:
       {name: float}: the objective's metrics over all of them, plus `global_step`.
+
+    Raises:
+      Preempted: stop_requested stopped the evaluation (its metrics would be of a part).
     """
-    totals = self._eval_loop(iterator, tf.constant(steps, tf.int32))
+    totals, stopped = self._eval_loop(iterator, tf.constant(steps, tf.int32))
+    step = int(self.global_step.numpy())
+    if bool(stopped):
+      raise preemption.Preempted(step, None, phase="the evaluation")
     metrics = self.objective.eval_metrics({k: float(v) for k, v in totals.items()})
-    metrics["global_step"] = int(self.global_step.numpy())
+    metrics["global_step"] = step
     return metrics
 
   # -- checkpoints ------------------------------------------------------------------------------
@@ -284,32 +300,110 @@ def remove_partial_checkpoints(directory):
         io.rmtree(path)
 
 
+class NoClobberCheckpointManager(tf.train.CheckpointManager):
+  """A CheckpointManager that refuses to save over a readable model.ckpt-<step> it finds in its
+  directory: a run saves each step once, so such a file is another run's (or an earlier start's)
+  work, which the run would otherwise replace with other weights without a word."""
+
+  def save(self, checkpoint_number=None, check_interval=True, options=None):
+    if checkpoint_number is not None:
+      prefix = f"{self._prefix}-{int(checkpoint_number)}"
+      if io.exists(prefix + ".index") and _readable(prefix):
+        raise errors.CheckpointError(
+            f"not saving step {int(checkpoint_number)}: {prefix} exists and this run did not "
+            f"write it (it resumed from an earlier step); saving would overwrite it with other "
+            f"weights. Move {prefix}.* out of {self.directory}, or use a new --output_dir")
+    return super().save(checkpoint_number=checkpoint_number, check_interval=check_interval,
+                        options=options)
+
+
+def _readable(prefix):
+  """Whether every tensor of checkpoint `prefix` can be read (an unreadable one holds nothing
+  worth keeping: resuming already passed over it, with a log line)."""
+  try:
+    reader = tf.train.load_checkpoint(prefix)
+    for name in reader.get_variable_to_shape_map():
+      reader.get_tensor(name)
+  except (tf.errors.OpError, IndexError):  # the reader raises IndexError for a truncated file
+    return False
+  return True
+
+
+def _list_missing_checkpoints(directory):
+  """Writes the checkpoint state file anew when model.ckpt-<step> files in `directory` are
+  missing from it (the file was deleted, or a run was killed between a save and its state
+  update): the manager then counts them against keep_checkpoint_max, and
+  tf.train.latest_checkpoint names the newest."""
+  found = checkpoint_steps(directory)
+  if not found:
+    return
+  state = tf.train.get_checkpoint_state(directory)
+  listed = {os.path.basename(p) for p in state.all_model_checkpoint_paths} if state else set()
+  if state:
+    listed.add(os.path.basename(state.model_checkpoint_path))
+  names = [os.path.basename(p) for p in found.values()]
+  if set(names) <= listed:
+    return
+  # Relative names: TensorFlow resolves them in `directory`, whatever --output_dir looks like.
+  # Dated now, they are removed oldest first as the run saves (keep_checkpoint_max).
+  now = time.time()
+  tf.compat.v1.train.update_checkpoint_state(directory, names[-1], names,
+                                             all_model_checkpoint_timestamps=[now] * len(names),
+                                             last_preserved_timestamp=now - 1)
+  logger.info(f"{'wrote' if state is None else 'rewrote'} the checkpoint state file "
+              f"{os.path.join(directory, 'checkpoint')}, listing {', '.join(names)}")
+
+
 def checkpoint_manager(checkpoint, directory, keep_checkpoint_max):
-  """Saves as <directory>/model.ckpt-<step>, the original's names. keep_checkpoint_max 0 or
-  None keeps every checkpoint (as the original's fine-tuning binaries do). First removes what an
-  interrupted save left in `directory` (see remove_partial_checkpoints), logging it."""
+  """Saves as <directory>/model.ckpt-<step>, the original's names, never over a checkpoint it
+  did not write (NoClobberCheckpointManager). keep_checkpoint_max 0 or None keeps every
+  checkpoint (as the original's fine-tuning binaries do). First removes what an interrupted save
+  left in `directory` (see remove_partial_checkpoints), logging it, and lists every
+  model.ckpt-<step> there in the checkpoint state file. Call only while holding the output_dir's
+  lock."""
   if io.isdir(directory):
     remove_partial_checkpoints(directory)
-  return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep_checkpoint_max or None,
+    _list_missing_checkpoints(directory)
+  return NoClobberCheckpointManager(checkpoint, directory,
+                                    max_to_keep=keep_checkpoint_max or None,
                                     checkpoint_name="model.ckpt", step_counter=None)
 
 
+def resume_candidates(output_dir):
+  """The checkpoints of output_dir to resume from, newest step first: every model.ckpt-<step>
+  there, whether or not the checkpoint state file lists it, and what the state file lists.
+  A missing state file (deleted by hand) or one that a kill left behind its newest save must
+  not make a run start afresh over the work already saved."""
+  if not io.isdir(output_dir):
+    return []
+  # Its paths are the checkpoint file's, relative ones already taken in output_dir.
+  state = tf.train.get_checkpoint_state(output_dir)
+  listed = ([state.model_checkpoint_path] + list(state.all_model_checkpoint_paths)
+            if state else [])
+  by_name = {os.path.basename(p): p for p in listed}
+  for path in checkpoint_steps(output_dir).values():
+    by_name.setdefault(os.path.basename(path), path)
+
+  def step(name):
+    m = re.fullmatch(r"model\.ckpt-(\d+)", name)
+    return int(m.group(1)) if m else math.inf  # a name of its own: the state file's latest
+  return [by_name[name] for name in sorted(by_name, key=step, reverse=True)]
+
+
 def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_from_group0=False):
-  """Resumes from the latest checkpoint in output_dir (model, optimizer, step); one that cannot
-  be read (a truncated data file, an unreadable index) falls back to the previous one that the
-  checkpoint state lists, with a log line naming both. Without a checkpoint in output_dir, loads
-  the model weights of init_checkpoint (released layout or ours); else keeps the fresh weights.
-  Returns the checkpoint path used, or None.
+  """Resumes from the newest readable checkpoint in output_dir (model, optimizer, step): the
+  newest model.ckpt-<step> there, listed in the checkpoint state file or not (a missing state
+  file is logged). One that cannot be read (a truncated data file, an unreadable index) falls
+  back to the one before it, with a log line naming both. Without a checkpoint in output_dir,
+  loads the model weights of init_checkpoint (released layout or ours); else keeps the fresh
+  weights. Returns the checkpoint path used, or None.
 
   Raises:
-    ValueError: checkpoints in output_dir, none of them readable; or one of another config,
-      task or optimizer.
+    CheckpointError: checkpoints in output_dir, none of them readable; or one of another
+      config, task or optimizer.
   """
-  # Its paths are the checkpoint file's, relative ones already taken in output_dir.
-  state = tf.train.get_checkpoint_state(output_dir) if io.isdir(output_dir) else None
-  candidates = list(reversed(state.all_model_checkpoint_paths)) if state else []
-  if state and state.model_checkpoint_path not in candidates:
-    candidates.insert(0, state.model_checkpoint_path)
+  candidates = resume_candidates(output_dir)
+  state_file = os.path.join(output_dir, "checkpoint")
   unreadable = []
   for path in candidates:
     try:
@@ -322,6 +416,9 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_f
       continue
     if unreadable:
       logger.info(f"resumed from {path} instead of the unreadable {unreadable[0]}")
+    if not io.exists(state_file):
+      logger.info(f"the checkpoint state file {state_file} is missing: resuming from the newest "
+                  f"readable checkpoint in {output_dir}, {os.path.basename(path)}")
     logger.info(f"resumed from {path} at step {int(checkpoint.global_step.numpy())}")
     return path
   if unreadable:
