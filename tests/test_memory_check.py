@@ -234,3 +234,35 @@ def test_estimate_within_2x_of_measured_peak_rss(tmp_path):
   assert logged, stderr[-3000:]
   estimate = float(logged[0].split("estimated at ")[1].split(" GiB")[0]) * 2**30
   assert 0.5 < estimate / measured < 2, (estimate, measured)
+
+
+def test_nomemory_check_skips_the_check():
+  # A job whose settings say --nomemory_check is not estimated (nor its strategy looked at).
+  job = type("Job", (), {})()
+  job.settings = _pretraining_settings(4096, 512)
+  job.settings.run.memory_check = False
+  job.config, job.strategy = _config(BASE), None
+  memory.check_job(job)
+  job.settings.run.memory_check = True
+  job.strategy = __import__("tensorflow").distribute.get_strategy()
+  with pytest.raises(errors.MemoryCheckError):
+    memory.check_job(job)
+
+
+def test_race_is_refused_with_its_choices_counted(tmp_path):
+  # Fine-tuning binaries run the same check with their own activations: RACE's 4 choices per
+  # question are 4 sequences each (and no masked LM logits).
+  testdata = os.path.join(REPO_ROOT, "tests", "testdata")
+  result = run_binary("run_race", [
+      f"--data_dir={os.path.join(testdata, 'original_finetuning', 'race')}",
+      f"--spm_model_file={os.path.join(testdata, 'original_pretraining_data', '30k-clean-tiny.model')}",
+      f"--albert_config_file={BASE}", f"--output_dir={tmp_path / 'out'}", "--do_train",
+      "--train_batch_size=1024", "--max_seq_length=512", "--max_qa_length=128"],
+                      check=False, timeout=120)
+  assert result.returncode == 1, result.stderr[-3000:]
+  lines = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+  assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+  assert "activations of 4096 sequences x 512 tokens" in lines[0]
+  expected = memory.estimate(_config(BASE), 4096, 512)
+  assert f"need about {memory.gib(expected.total)}" in lines[0]
+  assert not os.path.exists(tmp_path / "out")

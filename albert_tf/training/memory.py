@@ -21,10 +21,13 @@ Calibration: peak RSS (resource.getrusage(RUSAGE_CHILDREN).ru_maxrss) of `run_pr
 --num_train_steps=2 --optimizer=lamb` on synthetic records (20 predictions per sequence), on the
 2-core CPU machine of this project (TensorFlow 2.21, float32):
 
-  config              batch  seq  estimate  measured  estimate / measured
-  tiny_quickstart         8   64   FILLED   FILLED
-  albert_base_v2          8  128   FILLED   FILLED
-  albert_base_v2         32  256   FILLED   FILLED
+  config              batch  seq  estimate   measured   estimate / measured
+  tiny_quickstart         8   64  0.74 GiB   0.85 GiB   0.87
+  albert_base_v2          8  128  2.35 GiB   2.66 GiB   0.88
+  albert_base_v2         16  256  7.34 GiB   7.20 GiB   1.02
+
+At the README's TPU-pod sizes (albert_base_v2, 4096 x 512) it is about 4100 GiB: the run used
+to grow until the OOM killer ended it.
 
 tests/test_memory_check.py measures the first again (within 2x) and checks the arithmetic.
 
