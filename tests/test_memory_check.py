@@ -202,7 +202,7 @@ def test_check_refuses_logs_and_skips_accelerators(monkeypatch, caplog):
   assert "memory check: training estimated at" in caplog.text
 
 
-# -- the binaries -----------------------------------------------------------------------------------
+# -- the binaries ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def records_512(tmp_path_factory):
   path = tmp_path_factory.mktemp("records") / "seq512.tfrecord"
@@ -253,9 +253,10 @@ def test_race_is_refused_with_its_choices_counted(tmp_path):
   # Fine-tuning binaries run the same check with their own activations: RACE's 4 choices per
   # question are 4 sequences each (and no masked LM logits).
   testdata = os.path.join(REPO_ROOT, "tests", "testdata")
+  spm = os.path.join(testdata, "original_pretraining_data", "30k-clean-tiny.model")
   result = run_binary("run_race", [
       f"--data_dir={os.path.join(testdata, 'original_finetuning', 'race')}",
-      f"--spm_model_file={os.path.join(testdata, 'original_pretraining_data', '30k-clean-tiny.model')}",
+      f"--spm_model_file={spm}",
       f"--albert_config_file={BASE}", f"--output_dir={tmp_path / 'out'}", "--do_train",
       "--train_batch_size=1024", "--max_seq_length=512", "--max_qa_length=128"],
                       check=False, timeout=120)
