@@ -58,6 +58,11 @@ def define_run_flags():
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
                        "Split each replica's batch into this many micro-batches and accumulate "
                        "their gradients: the same update, less memory.")
+  flags.DEFINE_bool("memory_check", True,
+                    "Before building the model, estimate the training step's peak memory and "
+                    "refuse a run that would exceed the memory the process has (the cgroup "
+                    "limit or MemAvailable; host memory only, skipped on GPUs/TPUs). "
+                    "--nomemory_check skips it.")
 
 
 def define_serving_precision_flag():

@@ -35,6 +35,8 @@ class RunSettings:
     mixed_precision: one of PRECISION_POLICIES.
     random_seed: seed of the weight initialisation and dropout (None: unseeded).
     data_seed: seed of the training input order (None: a new order every run).
+    memory_check: refuse a training run whose estimated peak memory exceeds what the process
+      has (albert_tf.training.memory), before the model is built.
   """
   strategy: str = "auto"
   use_tpu: bool = False
@@ -46,6 +48,7 @@ class RunSettings:
   mixed_precision: str = "float32"
   random_seed: Optional[int] = None
   data_seed: Optional[int] = None
+  memory_check: bool = True
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -19,7 +19,7 @@ from albert_tf.checkpoints import hf
 from albert_tf.config import AlbertConfig
 from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
-from albert_tf.training import precision, preemption
+from albert_tf.training import memory, precision, preemption
 from albert_tf.training import runner as runners
 from albert_tf.training import strategy as strategies
 from albert_tf.training.lock import OutputDirLock
@@ -140,8 +140,9 @@ class Job:
   # -- the skeleton -----------------------------------------------------------------------------
   def claim_output_dir(self):
     """Call once the inputs are checked, before anything is written: refuses to go on without
-    a model when one is needed, creates output_dir and takes its lock (chief), then checks the
-    config against the one output_dir was trained with (see keep_config)."""
+    a model when one is needed or memory for the training step (training.memory), creates
+    output_dir and takes its lock (chief), then checks the config against the one output_dir was
+    trained with (see keep_config)."""
     output_dir = self.settings.output_dir
     if self.needs_trained_model() and not self.settings.model.init_checkpoint and not (
         self._holds_trained_model()):
@@ -150,6 +151,8 @@ class Job:
           "checkpoint (model.ckpt-<step> or model.ckpt-best) and --init_checkpoint is not set. "
           "Train first (--do_train), or point --output_dir or --init_checkpoint at a "
           "fine-tuned model")
+    # Before output_dir is written to: a step that cannot fit stops now, not killed later.
+    memory.check_job(self)
     io.makedirs(output_dir)
 
     def take_lock():
