@@ -201,7 +201,8 @@ def test_export_onnx_refuses_a_squad_v2_checkpoint_in_one_line(tmp_path):
                                     os.path.join(directory, "model.ckpt-best"))
   result = run_binary("export_onnx", [f"--albert_config_file={_config_file(tmp_path)}",
                                       f"--init_checkpoint={prefix}",
-                                      f"--output_file={tmp_path / 'v2.onnx'}"], check=False)
+                                      f"--output_file={tmp_path / 'v2.onnx'}",
+                                      "--max_seq_length=16"], check=False)
   assert result.returncode == 1
   assert "run_squad_v2 --export_dir" in _one_error_line(result)
   assert not (tmp_path / "v2.onnx").exists()
