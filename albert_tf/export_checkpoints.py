@@ -13,6 +13,9 @@ AlbertForMultipleChoice, AlbertForQuestionAnswering or AlbertForTokenClassificat
 id2label) for a fine-tuned classifier, RACE, SQuAD v1 or run_ner checkpoint (--head to choose; a
 SQuAD 2.0 head, which transformers has no class for, is refused: export its encoder with
 --head=none, or keep the released layout).
+
+A directory --init_checkpoint holding model.ckpt-best (a fine-tuning output_dir) exports it, not
+the latest model.ckpt-N: the weights whose results the run reported.
 """
 
 import os

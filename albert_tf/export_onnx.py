@@ -6,6 +6,10 @@ once.
 
 Inputs input_ids, input_mask, segment_ids int32 [batch, length]; outputs sequence_output,
 pooled_output and the checkpoint's head outputs (see export.portable).
+
+--init_checkpoint is required (a fine-tuning output_dir exports its model.ckpt-best); --head
+names the head where the checkpoint's can be read two ways (a classifier's [L, H] and a
+tagger's); --random_weights exports fresh weights, for size/speed benchmarks only.
 """
 
 from absl import flags

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import logging
 import os
 import re
 from typing import Optional
@@ -13,6 +14,13 @@ import tensorflow as tf
 from albert_tf import errors
 from albert_tf import io
 from albert_tf.checkpoints import layout
+
+logger = logging.getLogger("albert_tf")
+# What a fine-tuning run keeps of its best evaluation (finetuning.job), beside model.ckpt-<step>.
+BEST_CHECKPOINT = "model.ckpt-best"
+# The directories already logged as resolving to their model.ckpt-best: a load resolves its path
+# several times (the layout test, the head test, the load), and the line is said once.
+_BEST_LOGGED = set()
 
 
 @dataclasses.dataclass
@@ -43,7 +51,22 @@ def _listing(names, limit=10):
 
 
 def resolve_checkpoint_path(path):
-  """A checkpoint prefix from a prefix or a directory holding a `checkpoint` state file."""
+  """A checkpoint prefix from a prefix or a directory.
+
+  A directory holding model.ckpt-best (a fine-tuning output_dir) resolves to it, not to the
+  latest model.ckpt-N its `checkpoint` state file names: the best evaluation is what the run
+  reported (eval_results.txt, its predictions) and exported (--export_dir), and what a later
+  fine-tuning step left may be worse. Any other directory resolves to its latest checkpoint.
+  Training's resume of its own output_dir reads the state file itself (training.runner), not
+  this.
+
+  Args:
+    path: a checkpoint prefix (`.../model.ckpt-4`), or a directory holding one.
+
+  Raises:
+    ValueError: no path.
+    FileNotFoundError: no such prefix, or a directory with no checkpoint.
+  """
   if path is None or not str(path):
     raise errors.UsageError("no checkpoint path given")
   path = os.fspath(path)
@@ -52,7 +75,15 @@ def resolve_checkpoint_path(path):
   if io.exists(path + ".index"):
     return path
   if io.isdir(path):
+    best = os.path.join(path, BEST_CHECKPOINT)
     latest = tf.train.latest_checkpoint(path)
+    if io.exists(best + ".index"):
+      if path not in _BEST_LOGGED and latest != best:
+        _BEST_LOGGED.add(path)
+        logger.warning(f"{path} holds {BEST_CHECKPOINT}: using it, not the latest "
+                       f"{os.path.basename(latest) if latest else 'model.ckpt-N'} (the best "
+                       "evaluation is what the run reported and exported)")
+      return best
     if latest is None:
       raise FileNotFoundError(
           f"no checkpoint found in directory {path} (expected a `checkpoint` state file naming "

@@ -4,9 +4,9 @@ tokenizer_config.json) from a checkpoint of any layout, for transformers' from_p
 import importlib
 import json
 import os
+import re
 
-from albert_tf import errors
-from albert_tf import io, labels, registry
+from albert_tf import errors, io, labels, registry
 from albert_tf.checkpoints import hf, layout, load_checkpoint, original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.models import (AlbertClassifier, AlbertModel, AlbertMultipleChoice,
@@ -66,8 +66,10 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
 
   Raises:
     FileExistsError: when export_dir exists and is not empty.
-    ValueError: a config HF cannot hold (parameter_sharing shared-attention or shared-FFN); a head without a transformers class, one the checkpoint lacks, or (auto) one it
-      cannot tell (output_weights [1, H]: RACE's or a one-label classifier's), saying what to do.
+    ValueError: a config HF cannot hold (parameter_sharing shared-attention or shared-FFN).
+    errors.CheckpointError: a head without a transformers class, or one the checkpoint lacks.
+    errors.HeadAmbiguityError: (auto) a head it cannot tell, saying which --head to give (see
+      checkpoint_head).
     KeyError: as load_checkpoint, when the checkpoint does not match the config.
   """
   if head not in HEADS:
@@ -124,13 +126,19 @@ def model_for_checkpoint(config, checkpoint, head="auto"):
 def checkpoint_head(checkpoint):
   """(head, num_labels) of the head `checkpoint` holds, as export_hf_layout's --head names
   them: "none", "pretraining", "classifier" (num_labels from output_weights), "multiple_choice",
-  "squad_v1", "squad_v2", "token_classifier" (a classifier's head with tag names beside it).
+  "squad_v1", "squad_v2", "token_classifier".
+
+  A run_ner tagger's head is stored as a sentence classifier's (output_weights [L, H],
+  output_bias [L], under the same names in every layout): the variables cannot tell them apart.
+  What does is beside the checkpoint: its tag names (label_list.txt, an HF config's id2label),
+  else the files each fine-tuning run leaves in its output_dir (_RUN_FILES).
 
   Raises:
-    ValueError: for weights of a head no transformers class is known for; for output_weights
-      [1, H], which RACE's multiple-choice head and a one-label (regression) classifier share,
+    errors.CheckpointError: for weights of a head no transformers class is known for.
+    errors.HeadAmbiguityError: output_weights [1, H] (RACE's multiple-choice head or a
+      one-label regression classifier) or [L, H] (a sentence classifier or a token classifier)
       when neither the checkpoint (an HF config.json's architectures) nor its directory (the
-      run's files) tells which.
+      run's files) tells which: the message names the --head values to choose from.
   """
   shapes, architecture = _head_shapes(checkpoint)
   if architecture is not None:
@@ -155,8 +163,8 @@ def checkpoint_head(checkpoint):
   num_labels = _classifier_labels(shapes)
   if head == "classifier" and num_labels == 1:
     head = _one_logit_head(checkpoint)
-  if head == "classifier" and _tag_names(checkpoint, num_labels):
-    head = "token_classifier"
+  elif head == "classifier":
+    head = _sentence_or_token_head(checkpoint, num_labels)
   return head, num_labels or 1
 
 
@@ -208,22 +216,37 @@ def _head_shapes(checkpoint):
   return shapes, None
 
 
-# Files that a fine-tuning run leaves next to its checkpoints: RACE's, or a one-label GLUE
-# task's (STS-B's), for telling the two [1, H] heads apart.
-_RACE_FILES = ("race_train.tf_record", "race_dev.tf_record", "race_test.tf_record",
-               "predict_results.txt")
-_REGRESSION_FILES = ("sts-b_train.tf_record", "sts-b_eval.tf_record", "submit_results.tsv")
+# Files that each fine-tuning run leaves in its output_dir, beside its checkpoints (the task
+# jobs' cached features and results), for telling heads of one shape apart: RACE's and a
+# one-label GLUE task's (STS-B's) [1, H]; a GLUE classifier's and run_ner's [L, H].
+_RUN_FILES = {
+    "multiple_choice": ("race_train.tf_record", "race_dev.tf_record", "race_test.tf_record",
+                        "predict_results.txt"),
+    "regression": ("sts-b_train.tf_record", "sts-b_eval.tf_record", "submit_results.tsv"),
+    "token_classifier": ("ner_train.tf_record", "ner_eval.tf_record", "dev_predictions.txt",
+                         "test_predictions.txt", "test_results.txt"),
+    "classifier": ("submit_results.tsv", "test_results.tsv"),
+}
+# run_classifier's cached features, <task>_train.tf_record and <task>_eval.tf_record, for any GLUE
+# task (RACE's and run_ner's have their own names above).
+_CLASSIFIER_FEATURES = re.compile(r"(?!ner_|race_)[\w-]+_(train|eval)\.tf_record")
+
+
+def _run_files(checkpoint):
+  """(directory, names of the files in it) of the directory `checkpoint` is in (or is)."""
+  path = os.fspath(checkpoint)
+  directory = path if io.isdir(path) else os.path.dirname(path)
+  names = set(io.listdir(directory)) if directory and io.isdir(directory) else set()
+  return directory, names
 
 
 def _one_logit_head(checkpoint):
   """"multiple_choice" or "classifier" for output_weights [1, H], from the run's files next to
-  the checkpoint; else an error asking for --head."""
-  path = os.fspath(checkpoint)
-  directory = path if io.isdir(path) else os.path.dirname(path)
-  names = set(io.listdir(directory)) if directory and io.isdir(directory) else set()
+  the checkpoint; else errors.HeadAmbiguityError asking for --head."""
+  directory, names = _run_files(checkpoint)
   results = os.path.join(directory, "eval_results.txt")
-  race = bool(names & set(_RACE_FILES))
-  regression = bool(names & set(_REGRESSION_FILES)) or (
+  race = bool(names & set(_RUN_FILES["multiple_choice"]))
+  regression = bool(names & set(_RUN_FILES["regression"])) or (
       "eval_results.txt" in names and "pearson" in io.read_text(results))
   if race != regression:
     return "multiple_choice" if race else "classifier"
@@ -232,3 +255,25 @@ def _one_logit_head(checkpoint):
       "one-label (regression, as STS-B) classifier, and neither the checkpoint nor its directory "
       "tells which: give --head=multiple_choice (transformers' AlbertForMultipleChoice) or "
       "--head=classifier (AlbertForSequenceClassification with 1 label)")
+
+
+def _sentence_or_token_head(checkpoint, num_labels):
+  """"token_classifier" or "classifier" for output_weights [L, H] (L > 1): a tagger by its tag
+  names beside the checkpoint, else by the run's files; else errors.HeadAmbiguityError asking
+  for --head. Exporting a tagger as a sentence classifier would serve probabilities [B, L] of
+  the pooled output, which mean nothing."""
+  if _tag_names(checkpoint, num_labels):
+    return "token_classifier"
+  _, names = _run_files(checkpoint)
+  tagger = bool(names & set(_RUN_FILES["token_classifier"]))
+  sentence = bool(names & set(_RUN_FILES["classifier"])) or any(
+      _CLASSIFIER_FEATURES.fullmatch(name) for name in names)
+  if tagger != sentence:
+    return "token_classifier" if tagger else "classifier"
+  raise errors.HeadAmbiguityError(
+      f"{checkpoint} has output_weights [{num_labels}, H], which is either a sentence "
+      "classifier's head (run_classifier) or a token classifier's (run_ner, whose "
+      f"{labels.LABEL_FILE} is not beside it), and neither the checkpoint nor its directory tells "
+      f"which: give --head=classifier (probabilities [B, {num_labels}]) or "
+      f"--head=token_classifier (logits [B, T, {num_labels}]; copy the run's {labels.LABEL_FILE} "
+      "beside the checkpoint for its tag names)")

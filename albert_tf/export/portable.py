@@ -24,9 +24,12 @@ from albert_tf.export.hf import model_for_checkpoint
 from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertSpanLabeler
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+# --head of the portable exports: the heads serving_outputs has outputs for (auto: the
+# checkpoint's; none: the encoder alone).
+HEADS = ("auto", "none", "classifier", "squad_v1", "token_classifier")
 
 
-def load_exportable_model(config, checkpoint):
+def load_exportable_model(config, checkpoint, head="auto"):
   """The model whose head `checkpoint` holds (as export_checkpoints detects it), loaded.
 
   A pretraining checkpoint exports its encoder alone: the MLM and sentence-order heads are
@@ -36,16 +39,37 @@ def load_exportable_model(config, checkpoint):
     config: the AlbertConfig the checkpoint was trained with.
     checkpoint: a checkpoint of any layout (ours, the released one, Hugging Face's), or None for
       random weights (benchmarks, tests).
+    head: one of HEADS (the --head flag): "auto" for the checkpoint's own.
 
   Returns:
     A Keras model: AlbertModel, AlbertClassifier, AlbertSpanLabeler (or whatever head
     model_for_checkpoint finds).
+
+  Raises:
+    errors.HeadAmbiguityError: (auto) a head the checkpoint's variables and files do not tell
+      (see export.hf.checkpoint_head), naming the --head values to choose from.
+    errors.CheckpointError: a SQuAD 2.0 head, which has no portable export; a head the
+      checkpoint lacks.
   """
   from albert_tf.models import AlbertModel  # pylint: disable=import-outside-toplevel
   if checkpoint is None:
     return AlbertModel(config)
-  _, model = model_for_checkpoint(config, checkpoint)
-  load_checkpoint(model, checkpoint)
+  if head not in HEADS:
+    raise errors.UsageError(f"--head={head}: one of {', '.join(HEADS)}")
+  head, model = model_for_checkpoint(config, checkpoint, head)
+  if head == "squad_v2":
+    # Its answer-class and end logits depend on the start positions of a beam search that needs
+    # each feature's p_mask: no fixed-output serving function of the three token inputs holds it.
+    raise errors.CheckpointError(
+        f"{checkpoint} holds a SQuAD 2.0 head (start_logits/, end_logits/, answer_class/), which "
+        "has no TFLite or ONNX export yet: serve it as a SavedModel (run_squad_v2 --export_dir), "
+        "or export its encoder alone with --head=none")
+  report = load_checkpoint(model, checkpoint)
+  head_missing = [name for name in report.missing if not name.startswith("bert/")]
+  if head not in ("none", "pretraining") and head_missing:
+    raise errors.CheckpointError(
+        f"--head={head}: {checkpoint} has no such head (it lacks {', '.join(head_missing[:4])}); "
+        "a random one would mislead: give the head it has, or --head=auto")
   return model.encoder if isinstance(model, AlbertPretrainer) else model
 
 

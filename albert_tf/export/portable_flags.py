@@ -3,11 +3,16 @@ import: the binaries quiet its start-up first."""
 
 from absl import app, flags
 
+from albert_tf import errors
+
 FLAGS = flags.FLAGS
+# export.portable.HEADS, kept here too: this module imports no TensorFlow.
+HEADS = ("auto", "none", "classifier", "squad_v1", "token_classifier")
 
 
 def define_flags(quantize_choices):
-  """--albert_config_file, --init_checkpoint, --output_file, --max_seq_length, --quantize."""
+  """--albert_config_file, --init_checkpoint, --random_weights, --head, --output_file,
+  --max_seq_length, --quantize."""
   flags.DEFINE_string("albert_config_file", None,
                       "The model's albert_config.json; optional for a Hugging Face "
                       "--init_checkpoint (its config.json is read).")
@@ -15,7 +20,17 @@ def define_flags(quantize_choices):
                       "Checkpoint to export, any layout (ours, the released one, Hugging "
                       "Face's): a prefix or a directory. Its head is exported with it: a "
                       "classifier's probabilities, SQuAD v1's start/end logits, a token "
-                      "classifier's logits. Without it, random weights (for benchmarks).")
+                      "classifier's logits. Required, unless --random_weights.")
+  flags.DEFINE_bool("random_weights", False,
+                    "Export freshly initialised weights instead of a checkpoint's (no "
+                    "--init_checkpoint): for file-size and speed benchmarks only, its outputs "
+                    "mean nothing.")
+  flags.DEFINE_enum("head", "auto", list(HEADS),
+                    "The head to export with the encoder: auto (the checkpoint's), none (the "
+                    "encoder alone), classifier (probabilities [B, L]), squad_v1 (start/end "
+                    "logits [B, T]), token_classifier (run_ner's logits [B, T, L]). Give it when "
+                    "the checkpoint's head can be read two ways (a classifier's output_weights "
+                    "and a tagger's have the same names and shapes).")
   flags.DEFINE_string("output_file", None, "The file to write.")
   flags.DEFINE_integer("max_seq_length", 128,
                        "The longest request served (at most the config's "
@@ -25,15 +40,34 @@ def define_flags(quantize_choices):
 
 
 def model_from_flags():
-  """The loaded model --albert_config_file and --init_checkpoint name."""
+  """The loaded model --albert_config_file and --init_checkpoint name (or, with
+  --random_weights, a freshly initialised encoder).
+
+  Raises:
+    errors.UsageError: neither --init_checkpoint nor --random_weights, or both; a config or
+      --max_seq_length that cannot work.
+    errors.CheckpointError: as export.portable.load_exportable_model.
+  """
   from albert_tf.checkpoints.hf import model_config  # pylint: disable=import-outside-toplevel
   from albert_tf.export.portable import check_max_seq_length, load_exportable_model  # pylint: disable=import-outside-toplevel
+  if FLAGS.random_weights and FLAGS.init_checkpoint:
+    raise errors.UsageError(f"--init_checkpoint={FLAGS.init_checkpoint} and --random_weights: "
+                            "give one (random weights are for size/speed benchmarks only)")
+  if not FLAGS.random_weights and not FLAGS.init_checkpoint:
+    raise errors.UsageError("--init_checkpoint is not given: name the checkpoint to export (a "
+                            "prefix or a directory), or give --random_weights for a size/speed "
+                            "benchmark with freshly initialised weights")
+  if FLAGS.random_weights and FLAGS.head != "auto":
+    raise errors.UsageError(f"--head={FLAGS.head} with --random_weights: random weights export "
+                            "the encoder alone; drop --head")
   try:
     config, _ = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
     check_max_seq_length(config, FLAGS.max_seq_length)
   except (ValueError, FileNotFoundError) as e:
-    raise app.UsageError(str(e)) from e
-  return load_exportable_model(config, FLAGS.init_checkpoint)
+    if isinstance(e, errors.AlbertError):
+      raise
+    raise errors.UsageError(str(e)) from e
+  return load_exportable_model(config, FLAGS.init_checkpoint or None, FLAGS.head)
 
 
 def report(output_file, size, model):
