@@ -18,7 +18,7 @@ leaves neither a temporary nor a partial output.
 
 from absl import app, flags
 
-from albert_tf import cli
+from albert_tf import cli, errors
 
 from albert_tf.startup import quiet_tensorflow_startup
 
@@ -98,6 +98,9 @@ def main(argv):
                          "files: give one of them (the Beam runner's own options set its "
                          "workers, e.g. --direct_num_workers)")
   if FLAGS.beam_pipeline_options:
+    # Before anything is read: without the beam extra, one line naming it.
+    errors.require_installed("apache_beam", "beam",
+                            "create_pretraining_data --beam_pipeline_options")
     from albert_tf.data import beam_runner  # pylint: disable=import-outside-toplevel
     with beam_runner.quiet_beam():  # Beam's import and its local workers print notices
       _generate(settings)

@@ -109,3 +109,18 @@ def require_module(module, extra, command):
     if e.name is None or e.name.split(".")[0] != module.split(".")[0]:
       raise  # the module is there but one of its own imports is broken: a bug, not an extra
     raise MissingExtraError(command, extra, module) from e
+
+
+def require_installed(module, extra, command):
+  """Raises MissingExtraError unless `module` can be imported, without importing it (for a
+  module whose import must happen later, inside a filter of its notices).
+
+  Args: as require_module's.
+  """
+  import importlib.util  # pylint: disable=import-outside-toplevel
+  try:
+    found = importlib.util.find_spec(module.split(".")[0]) is not None
+  except ModuleNotFoundError:
+    found = False
+  if not found:
+    raise MissingExtraError(command, extra, module)

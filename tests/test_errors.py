@@ -180,6 +180,18 @@ def test_export_tflite_needs_no_extra(tmp_path):
   assert os.path.getsize(tmp_path / "a.tflite") > 100_000
 
 
+def test_beam_generation_without_the_beam_extra(tmp_path):
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("One sentence.\nAnother one.\n", encoding="utf-8")
+  line = _one_error_line(_run_without(["apache_beam"], "create_pretraining_data", [
+      f"--input_file={corpus}", f"--output_file={tmp_path / 'out.tfrecord'}",
+      f"--spm_model_file={SPM}",
+      "--beam_pipeline_options=--runner=DirectRunner"]), 1)
+  assert line == ("error: create_pretraining_data --beam_pipeline_options needs the beam extra "
+                  "(no module named 'apache_beam'): pip install \"albert-tf[beam]\"")
+  assert not os.path.exists(tmp_path / "out.tfrecord")
+
+
 def test_hf_checkpoints_without_the_hf_extra(tmp_path):
   hint = "needs the hf extra (no module named 'safetensors'): pip install \"albert-tf[hf]\""
   line = _one_error_line(_run_without(["safetensors"], "export_saved_model", [
