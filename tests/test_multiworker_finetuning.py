@@ -102,6 +102,8 @@ def test_the_other_worker_waits_for_the_chiefs_features(tmp_path):
   with open(out / "eval_results.txt") as f:
     results = dict(line.split(" = ") for line in f.read().splitlines()[:-1])
   assert int(results["global_step"]) == 0 and 0.0 <= float(results["eval_accuracy"]) <= 1.0
+  # The chief's block: the starting checkpoint, labelled so, and the best that counts it.
+  assert results["checkpoint"] == "<init>" and results["best"] == results["eval_accuracy"]
   with open(out / "test_results.tsv") as f:
     assert len(f.read().splitlines()) == 6
   assert len(list(tf.data.TFRecordDataset(str(out / "sst-2_eval.tf_record")))) == 16

@@ -1,15 +1,14 @@
 """The README's main job, as a user runs it: this checkout's wheel installed in a venv
-(tests/installed_package.py), tools/quickstart.sh through its albert-* commands, and the held-out
-metrics equal to the README's table to its printed digits (the run is seeded throughout)."""
+(tests/installed_package.py), tools/quickstart.sh through its albert-* commands (the session's
+`quickstart` fixture, tests/conftest.py), and the held-out metrics equal to the README's table to
+its printed digits (the run is seeded throughout)."""
 
 import os
 import re
-import subprocess
 
 import pytest
 
 from helpers import REPO_ROOT
-from installed_package import env_with
 
 README = os.path.join(REPO_ROOT, "README.md")
 METRICS = ("masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy",
@@ -54,11 +53,9 @@ def assert_matches_readme(step0_file, final_file):
 
 
 @pytest.mark.slow
-def test_quickstart_from_the_wheel_reproduces_the_readme(installed_bin, tmp_path):
-  work = tmp_path / "qs"
-  result = subprocess.run(["bash", os.path.join(REPO_ROOT, "tools", "quickstart.sh")],
-                          capture_output=True, text=True, timeout=1800,
-                          env=dict(env_with(installed_bin), WORK=str(work)))
+def test_quickstart_from_the_wheel_reproduces_the_readme(quickstart):
+  # tests/conftest.py: the wheel's quick start, run once per session for every test that needs it.
+  result, work = quickstart.result, quickstart.out
   assert result.returncode == 0, result.stderr[-3000:]
   assert "Traceback" not in result.stderr
   assert_matches_readme(work / "eval_results_step0.txt", work / "model" / "eval_results.txt")

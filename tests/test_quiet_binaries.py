@@ -1,6 +1,8 @@
 """A normal run of each binary prints nothing that reads like a failure: no `E0000` line, no
 traceback, none of the notices users reported (NOISE), on the fixture model (max_position_embeddings
-64: no --max_seq_length is given, so the default's cap is exercised too) for one or two steps."""
+64: where no --max_seq_length is given, the default's cap is exercised too). The fine-tuning
+binaries are checked on the runs their own test files check (tests/conftest.py), the others on
+runs of one or two steps here."""
 
 import os
 
@@ -21,10 +23,8 @@ NOISE = (
 
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
-FINETUNING = os.path.join(TESTDATA, "original_finetuning")
 MODEL = [f"--spm_model_file={SPM}", f"--albert_config_file={CONFIG}",
          f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}"]
-TRAIN_ONE_STEP = ["--do_train", "--train_batch_size=4"]
 
 
 def assert_quiet(result, what):
@@ -36,6 +36,7 @@ def assert_quiet(result, what):
 
 @pytest.mark.slow
 def test_each_binary_runs_quietly(tmp_path):
+  """The binaries no other test file runs in full; see test_fine_tuning_runs_are_quiet."""
   corpus = os.path.join(TESTDATA, "original_pretraining_data", "corpus.txt")
   records = tmp_path / "records" / "corpus.txt.tfrecord"
   data_flags = [f"--input_file={corpus}", f"--spm_model_file={SPM}", "--vocab_file=unused",
@@ -53,23 +54,6 @@ def test_each_binary_runs_quietly(tmp_path):
                              f"--init_checkpoint={tmp_path / 'pre'}",
                              f"--export_path={tmp_path / 'released'}"],
       "export_saved_model": MODEL + ["--max_seq_length=32", f"--export_dir={tmp_path / 'sm'}"],
-      "run_classifier": MODEL + TRAIN_ONE_STEP + [
-          "--task_name=MRPC", f"--data_dir={os.path.join(FINETUNING, 'glue', 'glue_data')}",
-          f"--output_dir={tmp_path / 'mrpc'}", "--do_eval", "--train_step=1",
-          f"--export_dir={tmp_path / 'mrpc_export'}"],
-      "run_squad_v1": MODEL + TRAIN_ONE_STEP + [
-          f"--train_file={os.path.join(FINETUNING, 'squad', 'v1', 'train.json')}",
-          f"--predict_file={os.path.join(FINETUNING, 'squad', 'v1', 'dev.json')}",
-          f"--output_dir={tmp_path / 'squad1'}", "--do_predict", "--doc_stride=24",
-          "--max_query_length=16", "--num_train_epochs=1"],
-      "run_squad_v2": MODEL + TRAIN_ONE_STEP + [
-          f"--train_file={os.path.join(FINETUNING, 'squad', 'v2', 'train.json')}",
-          f"--predict_file={os.path.join(FINETUNING, 'squad', 'v2', 'dev.json')}",
-          f"--output_dir={tmp_path / 'squad2'}", "--do_predict", "--doc_stride=24",
-          "--max_query_length=16", "--num_train_epochs=1"],
-      "run_race": MODEL + TRAIN_ONE_STEP + [
-          f"--data_dir={os.path.join(FINETUNING, 'race')}", f"--output_dir={tmp_path / 'race'}",
-          "--train_step=1", "--max_qa_length=16"],
       "run_ner": [f"--spm_model_file={SPM}", f"--data_dir={os.path.join(TESTDATA, 'ner')}",
                   f"--albert_config_file={os.path.join(TESTDATA, 'ner', 'albert_config_tiny.json')}",
                   f"--output_dir={tmp_path / 'ner'}", "--max_seq_length=64", "--doc_stride=32",
@@ -79,3 +63,13 @@ def test_each_binary_runs_quietly(tmp_path):
   }
   for what, flags in runs.items():
     assert_quiet(run_binary(what.split()[0], flags, check=False), what)
+
+
+@pytest.mark.slow
+def test_fine_tuning_runs_are_quiet(classifier_fine_tuned, squad_trained, race_trained):
+  # The runs that tests/test_run_{classifier,squad,race}.py check (tests/conftest.py: each once
+  # per session), here for their stderr: training, evaluation, prediction and exports.
+  runs = {"run_classifier": classifier_fine_tuned, "run_squad_v1": squad_trained("v1"),
+          "run_squad_v2": squad_trained("v2"), "run_race": race_trained}
+  for what, run in runs.items():
+    assert_quiet(run.result, what)

@@ -3,7 +3,6 @@ fine-tuning a learnable task, prediction files, and the exported SavedModel."""
 
 import json
 import os
-import random
 import subprocess
 import sys
 
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, run_binary
+from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 from tfrecord_utils import read_examples
 
 # Every test runs run_classifier (5 to 20 s each on 2 cores).
@@ -37,7 +36,8 @@ def _eval_results(path):
         current = {}
       else:
         key, value = line.strip().split(" = ")
-        current[key] = float(value)
+        # `checkpoint = <init>`: the evaluation of the starting checkpoint; the rest are numbers.
+        current[key] = value if key == "checkpoint" else float(value)
   return blocks
 
 
@@ -53,7 +53,10 @@ def test_eval_and_predict_at_the_original_checkpoint(task, tmp_path):
 
   ref = np.load(os.path.join(FINETUNING, "classifier", task, "reference.npz"))
   [result] = _eval_results(tmp_path / "eval_results.txt")
-  assert result["global_step"] == 0
+  # The fixture checkpoint's own step, labelled as the starting checkpoint.
+  assert result["global_step"] == 0 and result["checkpoint"] == "<init>"
+  key_metric = "pearson" if task == "sts-b" else "eval_accuracy"
+  assert result["best"] == result[key_metric]  # the best so far counts this evaluation
   assert result["eval_loss"] == pytest.approx(ref["per_example_loss"].mean(), abs=1e-5)
   batch_means = [ref["per_example_loss"][i:i + 5].mean() for i in (0, 5, 10)]
   assert result["loss"] == pytest.approx(np.mean(batch_means), abs=1e-5)
@@ -74,22 +77,6 @@ def test_eval_and_predict_at_the_original_checkpoint(task, tmp_path):
   if task == "mrpc":
     assert all(abs(sum(p) - 1) < 1e-5 for p in probabilities)
     assert [s.split("\t")[1] for s in submit[1:]] == [str(int(p[1] > p[0])) for p in probabilities]
-
-
-def _learnable_task(directory):
-  """SST-2 layout: a corpus sentence is positive when it has the word "the"."""
-  with open(os.path.join(REPO_ROOT, "data", "sample", "corpus.txt"), encoding="utf-8") as f:
-    lines = [l.strip() for l in f if l.strip() and len(l.split()) <= 20]
-  random.Random(0).shuffle(lines)
-  label = lambda line: int("the" in line.lower().split())
-  os.makedirs(os.path.join(directory, "SST-2"))
-  splits = {"train": lines[:1200], "dev": lines[1200:1400], "test": lines[1400:1440]}
-  for split, rows in splits.items():
-    with open(os.path.join(directory, "SST-2", f"{split}.tsv"), "w", encoding="utf-8") as f:
-      f.write("index\tsentence\n" if split == "test" else "sentence\tlabel\n")
-      for i, line in enumerate(rows):
-        f.write(f"{i}\t{line}\n" if split == "test" else f"{line}\t{label(line)}\n")
-  return splits
 
 
 def _same_tokenization(texts):
@@ -122,17 +109,16 @@ print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
 """
 
 
-def test_fine_tune_predict_export(tmp_path):
-  splits = _learnable_task(str(tmp_path / "glue"))
-  out, export = tmp_path / "out", tmp_path / "export"
-  _run(["--task_name=SST-2", f"--data_dir={tmp_path / 'glue'}", f"--output_dir={out}",
-        "--max_seq_length=48", "--do_train", "--do_eval", "--do_predict",
-        "--train_batch_size=16", "--eval_batch_size=32", "--learning_rate=1e-3",
-        "--train_step=300", "--warmup_step=60", "--save_checkpoints_steps=100",
-        "--random_seed=1", "--data_seed=1", f"--export_dir={export}",
-        "--threshold_to_export=0.7"])
+def test_fine_tune_predict_export(classifier_fine_tuned, tmp_path):
+  # tests/conftest.py: 300 steps on a learnable task, evaluated every 100, predicted, exported.
+  run = classifier_fine_tuned
+  splits, out, export = run.data, run.out, run.export
   results = _eval_results(out / "eval_results.txt")
   assert [r["global_step"] for r in results] == [100, 200, 300]
+  # Each block's best is the best so far, its own evaluation included; none is the start.
+  accuracies = [r["eval_accuracy"] for r in results]
+  assert [r["best"] for r in results] == [max(accuracies[:i + 1]) for i in range(3)]
+  assert not any("checkpoint" in r for r in results)
   best = max(r["eval_accuracy"] for r in results)
   assert best > 0.85  # chance is about 0.5
   best_step = [r["global_step"] for r in results if r["eval_accuracy"] == best][0]
@@ -213,3 +199,21 @@ def test_resumed_run_evaluates_only_new_checkpoints(tmp_path):
   assert int(last) == 6 and float(best) == max(r["eval_accuracy"] for r in results)
   reader = tf.train.load_checkpoint(str(tmp_path / "model.ckpt-best"))
   assert reader.get_tensor("global_step") == int(best_step)
+
+
+def test_eval_results_best_counts_each_evaluation_and_labels_the_start(tmp_path):
+  from albert_tf.finetuning.evaluation import BestCheckpointTracker  # pylint: disable=import-outside-toplevel
+  tracker, saved = BestCheckpointTracker(str(tmp_path), "eval_accuracy"), []
+  # The starting checkpoint (no model.ckpt-<step> in output_dir yet), then this run's own.
+  tracker.record(0, {"eval_accuracy": 0.5, "eval_loss": 0.75}, lambda: saved.append(0))
+  for step, accuracy in ((10, 0.25), (20, 0.75)):
+    (tmp_path / f"model.ckpt-{step}.index").write_bytes(b"")
+    tracker.record(step, {"eval_accuracy": accuracy, "eval_loss": 0.5},
+                   lambda step=step: saved.append(step))
+  assert (tmp_path / "eval_results.txt").read_text() == "\n".join([
+      "checkpoint = <init>", "eval_accuracy = 0.5", "eval_loss = 0.75", "global_step = 0",
+      "best = 0.5", "=" * 50,
+      "eval_accuracy = 0.25", "eval_loss = 0.5", "global_step = 10", "best = 0.5", "=" * 50,
+      "eval_accuracy = 0.75", "eval_loss = 0.5", "global_step = 20", "best = 0.75", "=" * 50,
+      ""])
+  assert saved == [0, 20] and (tmp_path / "best_trial.txt").read_text() == "20:20:0.75"

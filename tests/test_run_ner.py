@@ -38,7 +38,7 @@ def _blocks(path):
       current = {}
     else:
       key, value = line.split(" = ")
-      current[key] = float(value)
+      current[key] = value if key == "checkpoint" else float(value)  # `checkpoint = <init>`
   return blocks
 
 

@@ -44,14 +44,6 @@ def _questions(version):
   return [q[0] for q in qas], [q[1] for q in qas], [q[2] for q in qas]
 
 
-def _run(version, out, extra):
-  return run_binary(f"run_squad_{version}", [
-      f"--spm_model_file={SPM}", f"--albert_config_file={CONFIG}", f"--output_dir={out}",
-      f"--train_file={os.path.join(SQUAD, version, 'train.json')}",
-      f"--predict_file={os.path.join(SQUAD, version, 'dev.json')}"] + WINDOWS + extra,
-                    timeout=900)
-
-
 def _serve(export, version, tmp_path):
   [stamp] = os.listdir(export)
   ids, questions, contexts = _questions(version)
@@ -85,15 +77,9 @@ def _json(path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["v1", "v2"])
-def test_train_predict_export(version, tmp_path):
-  out, export = tmp_path / "out", tmp_path / "export"
-  _run(version, out, ["--do_train", "--do_predict", "--train_batch_size=8",
-                      "--num_train_epochs=20" if version == "v1" else "--num_train_epochs=2",
-                      "--save_checkpoints_steps=25" if version == "v1" else
-                      "--save_checkpoints_steps=4", "--learning_rate=2e-3", "--random_seed=1",
-                      "--data_seed=2", f"--export_dir={export}"] +
-       ([f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}"]
-        if version == "v2" else []))
+def test_train_predict_export(version, squad_trained, tmp_path):
+  run = squad_trained(version)  # tests/conftest.py: trained, evaluated, predicted and exported
+  out, export = run.out, run.export
   with open(out / "eval_results.txt") as f:
     evaluations = f.read().count("=" * 50)
   assert evaluations == 2

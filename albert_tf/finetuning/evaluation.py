@@ -54,8 +54,12 @@ def checkpoint_steps(directory):
 class BestCheckpointTracker:
   """The original's eval bookkeeping, resumable.
 
-  Each evaluation appends its metrics (sorted `key = value` lines), `best = <best so far>` and a
-  ruler to eval_results.txt. best_trial.txt holds `<last evaluated step>:<best step>:<best
+  Each evaluation appends its metrics (sorted `key = value` lines, the original's keys),
+  `best = <best so far, this evaluation included>` and a ruler to eval_results.txt. The
+  evaluation of the model the run started from (--init_checkpoint, or the model as initialised),
+  made while output_dir holds no model.ckpt-<step>, also says `checkpoint = <init>`: its
+  global_step is the starting checkpoint's (0 for most), not a step of this run. best_trial.txt
+  holds `<last evaluated step>:<best step>:<best
   value>`, so a resumed run evaluates only newer checkpoints. A new best is saved through
   `save_best()` (model.ckpt-best). In a multi-worker run every worker keeps the bookkeeping (they
   decide together what to evaluate and load next) and calls save_best(); only the one with
@@ -81,13 +85,17 @@ class BestCheckpointTracker:
   def record(self, step, result, save_best, improved=None):
     """Writes one evaluation; calls save_best() when it is a new best: `improved` when given
     (a multi-worker run's shared decision), else improves(result). Returns whether it was."""
-    result = dict(result, global_step=step)
-    lines = [f"{key} = {result[key]}" for key in sorted(result)]
-    lines += [f"best = {self.best_value}", "=" * 50]
-    if self.writes:
-      self._append_results("\n".join(lines) + "\n")
     value = result[self.key_name]
     improved = self.improves(result) if improved is None else improved
+    if self.writes:
+      result = dict(result, global_step=step)
+      # Every other evaluation is of a model.ckpt-<step> of output_dir, saved before it.
+      if not checkpoint_steps(self.output_dir):
+        result["checkpoint"] = "<init>"
+      lines = [f"{key} = {result[key]}" for key in sorted(result)]
+      # The original wrote the best before this evaluation (-1.0 in the first block).
+      lines += [f"best = {float(value) if improved else self.best_value}", "=" * 50]
+      self._append_results("\n".join(lines) + "\n")
     if improved:
       save_best()
       self.best_value, self.best_step = float(value), step
