@@ -10,6 +10,7 @@ temporaries.
 import codecs
 import errno
 import glob
+import hashlib
 import io
 import logging
 import os
@@ -293,6 +294,15 @@ def read_text(path):
     with open_text(path) as f:
       return f.read()
   return _not_found_as_file_not_found(read, path)
+
+
+def sha256(path):
+  """The hex SHA-256 of a file's bytes (any file system; read in 1 MiB blocks)."""
+  digest = hashlib.sha256()
+  with open_binary(path) as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+      digest.update(block)
+  return digest.hexdigest()
 
 
 def makedirs(path):
