@@ -7,8 +7,10 @@ atomically (a hidden temporary renamed into place); input patterns never match t
 temporaries.
 """
 
+import codecs
 import errno
 import glob
+import hashlib
 import io
 import logging
 import os
@@ -202,16 +204,68 @@ def copy(source, target):
 
 
 def open_text(path, mode="r", newline=None, errors=None):
-  """A text file (utf-8) for reading, or appending with mode "a"; newline and errors as open()'s.
-  A remote file is read as open() reads a local one (its universal newlines, its errors
-  handling), so that both give the same lines."""
-  if not is_remote(path):
+  """A text file for reading (UTF-8, a byte-order mark dropped), or appending (utf-8) with mode
+  "a"; newline and errors as open()'s. A remote file is read as open() reads a local one (its
+  universal newlines, its errors handling), so that both give the same lines.
+
+  A file saved with a BOM (Notepad's "UTF-8") reads as the same file without one: the BOM is no
+  part of the first line. Bytes that are not UTF-8 raise errors.DataFormatError naming the file,
+  the line and the byte offset (with errors="strict", the default).
+  """
+  if mode != "r":
+    if is_remote(path):
+      return _gfile().GFile(path, mode)
     return open(  # pylint: disable=consider-using-with
         path, mode, encoding="utf-8", newline=newline, errors=errors)
-  if mode != "r":
-    return _gfile().GFile(path, mode)
-  return io.TextIOWrapper(io.BufferedReader(_RemoteReader(_gfile().GFile(path, "rb"))),
-                          encoding="utf-8", newline=newline, errors=errors)
+  raw = (io.BufferedReader(_RemoteReader(_gfile().GFile(path, "rb"))) if is_remote(path)
+         else open(path, "rb"))  # pylint: disable=consider-using-with
+  return _Utf8Text(path, raw, newline=newline, errors=errors)
+
+
+def _not_utf8(path, error):
+  """errors.DataFormatError for a UnicodeDecodeError met reading `path`: the file is read again
+  as bytes to name where its first invalid byte is (the error itself knows only its chunk)."""
+  with open_binary(path) as f:
+    data = f.read()
+  bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+  try:
+    data[bom:].decode("utf-8")
+    offset = None
+  except UnicodeDecodeError as e:
+    offset = bom + e.start
+  where = ""
+  if offset is not None:
+    line = data.count(b"\n", 0, offset) + 1
+    where = f":{line}: byte {data[offset]:#04x} at offset {offset}"
+  return errors.DataFormatError(
+      f"{path}{where} is not UTF-8 ({error.reason}): the file must be UTF-8; re-save it as "
+      "UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+
+
+class _Utf8Text(io.TextIOWrapper):
+  """open_text's reader: utf-8-sig, with a decoding error raised as errors.DataFormatError."""
+
+  def __init__(self, path, raw, newline=None, errors=None):
+    super().__init__(raw, encoding="utf-8-sig", newline=newline, errors=errors)
+    self._path = path
+
+  def _decoding(self, read, *args):
+    try:
+      return read(*args)
+    except UnicodeDecodeError as e:
+      raise _not_utf8(self._path, e) from None
+
+  def read(self, size=-1):
+    return self._decoding(super().read, size)
+
+  def readline(self, size=-1):
+    return self._decoding(super().readline, size)
+
+  def readlines(self, hint=-1):
+    return self._decoding(super().readlines, hint)
+
+  def __next__(self):
+    return self._decoding(super().__next__)
 
 
 class _RemoteReader(io.RawIOBase):
@@ -240,6 +294,15 @@ def read_text(path):
     with open_text(path) as f:
       return f.read()
   return _not_found_as_file_not_found(read, path)
+
+
+def sha256(path):
+  """The hex SHA-256 of a file's bytes (any file system; read in 1 MiB blocks)."""
+  digest = hashlib.sha256()
+  with open_binary(path) as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+      digest.update(block)
+  return digest.hexdigest()
 
 
 def makedirs(path):

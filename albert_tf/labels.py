@@ -29,9 +29,10 @@ def write_label_file(directory: str, labels):
   io.write_text_atomically(os.path.join(directory, LABEL_FILE), "".join(f"{l}\n" for l in labels))
 
 
-def hf_label_names(directory):
+def hf_id2label(directory):
   """The id2label names of an HF AlbertForTokenClassification directory's config.json, in id
-  order; None for another architecture, or with no names but transformers' placeholders."""
+  order, transformers' placeholders (LABEL_0, ...) included; None for another architecture or
+  no config.json."""
   path = os.path.join(directory, HF_CONFIG)
   if not io.isdir(directory) or not io.exists(path):
     return None
@@ -39,7 +40,12 @@ def hf_label_names(directory):
   if TAGGER_ARCHITECTURE not in (config.get("architectures") or []):
     return None  # a sequence classifier's labels are not tags
   id2label = config.get("id2label") or {}
-  names = [id2label[k] for k in sorted(id2label, key=int)]
+  return [id2label[k] for k in sorted(id2label, key=int)]
+
+
+def hf_label_names(directory):
+  """hf_id2label's names, or None with no names but transformers' placeholders."""
+  names = hf_id2label(directory)
   return None if not names or all(_GENERIC.fullmatch(n) for n in names) else names
 
 

@@ -143,3 +143,79 @@ def test_bad_input_fails_with_file_and_line(case, tmp_path):
   assert expected in result.stderr, result.stderr[-2000:]
   assert "Traceback" not in result.stderr
   assert not (tmp_path / "out").exists()  # nothing written before the data is checked
+
+
+def _tiny_flags(data_dir, output_dir, spm_model_file=SPM):
+  return [f"--data_dir={data_dir}", f"--output_dir={output_dir}",
+          f"--spm_model_file={spm_model_file}", f"--albert_config_file={TINY}",
+          "--max_seq_length=32", "--doc_stride=16", "--train_batch_size=8",
+          "--predict_batch_size=32", "--save_checkpoints_steps=2", "--train_step=2",
+          "--random_seed=1", "--data_seed=1"]
+
+
+def _error_line(result):
+  assert result.returncode == 1, result.stderr[-2000:]
+  lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+  assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+  return lines[0]
+
+
+def test_cached_features_of_another_tokenizer_with_the_same_name_are_rebuilt(tmp_path):
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks.ner import features  # pylint: disable=import-outside-toplevel
+  from albert_tf.tokenization import FullTokenizer  # pylint: disable=import-outside-toplevel
+  from test_data_edges import other_spm_model  # pylint: disable=import-outside-toplevel
+  other = other_spm_model(tmp_path / "other" / os.path.basename(SPM))
+  cached = tmp_path / "cache"
+  run_binary("run_ner", _tiny_flags(NER, tmp_path / "a") + [f"--cached_dir={cached}",
+                                                            "--do_train"])
+  second = run_binary("run_ner", _tiny_flags(NER, tmp_path / "b", other) + [
+      f"--cached_dir={cached}", "--do_train"])
+  assert "is stale or unstamped: regenerating it" in second.stderr
+  record = next(iter(tf.data.TFRecordDataset(str(cached / "ner_train.tf_record"))))
+  ids = tf.train.Example.FromString(record.numpy()).features.feature["input_ids"].int64_list.value
+  labels = open(tmp_path / "b" / "label_list.txt").read().split()
+  sentence = data.read_split(NER, "train")[0]
+  expected = features.sentence_features(FullTokenizer(spm_model_file=other), sentence, labels,
+                                        32, 16)[0]["input_ids"]
+  first = features.sentence_features(FullTokenizer(spm_model_file=SPM), sentence, labels, 32,
+                                     16)[0]["input_ids"]
+  assert list(ids) == expected != first  # the second model's ids, not the first's
+
+
+def test_bom_data_and_label_lists_that_disagree_with_the_checkpoint(tmp_path):
+  # The fixture saved with byte-order marks: no fake sentence, no "\ufeff" word.
+  bom = tmp_path / "bom"
+  bom.mkdir()
+  for name in ("train.txt", "dev.txt", "test.txt"):
+    (bom / name).write_bytes(b"\xef\xbb\xbf" + open(os.path.join(NER, name), "rb").read())
+  out = tmp_path / "run"
+  run_binary("run_ner", _tiny_flags(bom, out) + ["--do_train", "--do_predict"])
+  predicted = _predictions(out / "test_predictions.txt")
+  expected = data.read_split(NER, "test")
+  assert [[w for w, _, _ in s] for s in predicted] == [list(s.words) for s in expected]
+  trained = open(out / "label_list.txt").read().split()
+  assert trained == ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER"]
+
+  def predict(label_list, checkpoint, output_dir):
+    return run_binary("run_ner", _tiny_flags(NER, output_dir) + [
+        "--do_predict", f"--init_checkpoint={checkpoint}",
+        f"--label_list={','.join(label_list)}"], check=False)
+  checkpoint = out / "model.ckpt-2"
+  # Reordered: every id would get another tag's name (before: exit 0, wrong tags).
+  reordered = trained[:6] + ["I-PER", "I-ORG"]
+  line = _error_line(predict(reordered, checkpoint, tmp_path / "p1"))
+  assert " ".join(reordered) in line and " ".join(trained) in line, line
+  assert f"--label_list={','.join(trained)}" in line
+  # 9 labels against the 8-label head (before: a shape traceback).
+  line = _error_line(predict(trained + ["I-MISC"], checkpoint, tmp_path / "p2"))
+  assert "--label_list has 9 labels" in line and "has 8" in line, line
+  # The same checkpoint without its label_list.txt: its head's size still says 8.
+  bare = tmp_path / "bare"
+  bare.mkdir()
+  for name in os.listdir(out):
+    if name.startswith("model.ckpt-2."):
+      (bare / name).write_bytes(open(out / name, "rb").read())
+  line = _error_line(predict(trained + ["I-MISC"], bare / "model.ckpt-2", tmp_path / "p3"))
+  assert "has a head of 8 labels but the run has 9" in line, line
+  assert not any((tmp_path / p).exists() for p in ("p1", "p2", "p3"))

@@ -6,6 +6,7 @@ Here a corpus is three flat arrays (token ids, word-start flags, sentence ends: 
 token), and a document is a small view over them, so a shard of hundreds of MB fits in memory.
 """
 
+import codecs
 from array import array
 
 from albert_tf import errors
@@ -85,10 +86,14 @@ def corpus_lines(f, path):
   """Yields (line number, text, bytes read so far) for each line of the open binary file `f`,
   as the original reads its corpus (tf.gfile's readline): lines end at "\n", every "\r" is
   dropped (TensorFlow's line reader skips it anywhere in a line, so "a\rb" reads "ab"), the
-  text is UTF-8. Raises ValueError naming `path` and the line otherwise."""
+  text is UTF-8, a byte-order mark at the start of the file dropped (the original would read it
+  as a U+FEFF character of the first sentence). Raises errors.DataFormatError (a ValueError)
+  naming `path` and the line otherwise."""
   bytes_read = 0
   for line_number, raw in enumerate(f, start=1):
     bytes_read += len(raw)
+    if line_number == 1 and raw.startswith(codecs.BOM_UTF8):
+      raw = raw[len(codecs.BOM_UTF8):]
     raw = raw.replace(b"\r", b"")
     if raw.endswith(b"\n"):
       raw = raw[:-1]  # the line's end; a final line without one is read as the original does
@@ -96,7 +101,7 @@ def corpus_lines(f, path):
       text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
       raise errors.DataFormatError(f"{path}:{line_number}: not valid UTF-8 ({e.reason} at byte "
-                                   f"{e.start})") from None
+                                   f"{e.start} of the line): the corpus must be UTF-8") from None
     yield line_number, text, bytes_read
 
 

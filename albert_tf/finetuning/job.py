@@ -17,7 +17,7 @@ from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
 from albert_tf.checkpoints import hf, save_original_checkpoint
 from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
-from albert_tf.finetuning.inputs import check_cached_features, in_file_order
+from albert_tf.finetuning.inputs import check_cached_features, in_file_order, tokenizer_checked
 from albert_tf.tokenization import FullTokenizer, check_vocab_fits
 from albert_tf.training import precision, preemption
 from albert_tf.training import strategy as strategies
@@ -119,6 +119,7 @@ class FineTuningJob(Job):
     """A feature file every worker can read: the chief runs write() unless the file is
     `cached`, the other workers wait until it has; a cached file is checked to hold `length`
     ids per record. Returns path."""
+    cached, write = tokenizer_checked(path, cached, write, self.settings.tokenizer)
     strategies.run_on_chief(self.strategy, (lambda: None) if cached else write, path)
     if cached:
       check_cached_features(path, length)

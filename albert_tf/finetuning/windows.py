@@ -2,9 +2,29 @@
 the original's max-context rule that picks, for each position, the one window whose prediction
 counts. Plain Python."""
 
+from albert_tf import errors
+
+
+def check_sizes(**sizes):
+  """Raises errors.UsageError naming the first of `sizes` ({flag name: value}) below 1: a window
+  step, a length, a count or a batch size of 0 cannot work (a doc_stride of 0 would never leave
+  the first window)."""
+  for name, value in sizes.items():
+    if value is not None and value < 1:
+      raise errors.UsageError(f"--{name}={value}: must be at least 1")
+
 
 def doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
-  """(start, length) windows over the paragraph tokens, advancing by doc_stride."""
+  """(start, length) windows over the paragraph tokens, advancing by doc_stride.
+
+  Raises:
+    errors.UsageError: doc_stride or max_tokens_for_doc below 1 (no window would ever end).
+  """
+  if doc_stride < 1 or max_tokens_for_doc < 1:
+    raise errors.UsageError(
+        f"windows of {max_tokens_for_doc} pieces every {doc_stride} (--doc_stride): both must "
+        "be at least 1, or the windows never reach the end; raise --doc_stride (or "
+        "--max_seq_length)")
   spans, start = [], 0
   while start < num_tokens:
     length = min(num_tokens - start, max_tokens_for_doc)

@@ -4,10 +4,17 @@ WordPiece tokenizer of in_graph_wordpiece.py). Used by SavedModel exports, so th
 text.
 
 Where TF ops can only approximate the original's Python: whitespace is what Python's str.split()
-splits on; "combining" characters are removed as the Unicode category Mn (Python removes canonical
-combining class != 0; the two differ on a few rare characters); lower-casing is ICU's. The
-digit-comma re-split uses \\p{Nd} where Python uses str.isdigit (which also accepts superscripts).
+splits on; lower-casing is ICU's. The digit-comma re-split uses \\p{Nd} where Python uses
+str.isdigit (which also accepts superscripts). "Combining" characters are removed as the
+original removes them: those of canonical combining class != 0 (Python's unicodedata.combining,
+combining_class()), not the Unicode category Mn, which also holds marks of class 0 such as the
+emoji variation selector U+FE0F (a word of only U+FE0F is 2 pieces, `\u2581` and U+FE0F, in the
+original and here).
 """
+
+import functools
+import sys
+import unicodedata
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -20,12 +27,28 @@ PY_WHITESPACE = ("[\\t\\n\\x0b\\x0c\\r\\x1c\\x1d\\x1e\\x1f \\x{85}\\x{a0}\\x{168
 _UNDERLINE = "\u2581"
 
 
+@functools.lru_cache(maxsize=None)
+def combining_class():
+  """An RE2 character class of the code points Python's preprocess_text drops after NFKD (those
+  with unicodedata.combining(c) != 0), as ranges: 188 of them under Unicode 14.0. Built on first
+  use (a scan of every code point, 0.2 s)."""
+  ranges = []
+  for code in range(sys.maxunicode + 1):
+    if unicodedata.combining(chr(code)):
+      if ranges and ranges[-1][1] == code - 1:
+        ranges[-1][1] = code
+      else:
+        ranges.append([code, code])
+  return "[" + "".join(f"\\x{{{a:x}}}" + (f"-\\x{{{b:x}}}" if b > a else "")
+                       for a, b in ranges) + "]"
+
+
 def preprocess_text_op(text, lower=True):
   """preprocess_text in TF ops: collapse whitespace, NFKD, drop marks, lower-case. [B] -> [B]."""
   text = tf.strings.regex_replace(text, PY_WHITESPACE, " ")
   text = tf.strings.regex_replace(text, "^ | $", "")
   text = tf_text.normalize_utf8(text, "NFKD")
-  text = tf.strings.regex_replace(text, "\\p{Mn}", "")
+  text = tf.strings.regex_replace(text, combining_class(), "")
   if lower:
     text = tf.strings.lower(text, encoding="utf-8")
   return text

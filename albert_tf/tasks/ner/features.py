@@ -8,12 +8,11 @@ word_index (that word's index in its sentence, -1 elsewhere) [max_seq_length]; s
 [1].
 """
 
-import hashlib
 import json
-import os
 
 from albert_tf import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
+from albert_tf.finetuning.inputs import tokenizer_fingerprint
 from albert_tf.finetuning.windows import doc_spans, is_max_context
 
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights",
@@ -70,13 +69,19 @@ def sentence_features(tokenizer, sentence, labels, max_seq_length, doc_stride):
   return features
 
 
-def fingerprint(source, labels, max_seq_length, doc_stride, tokenizer_file, do_lower_case):
-  """What a cached feature file depends on; a cache with another fingerprint is stale."""
-  with io.open_binary(source) as f:
-    digest = hashlib.sha256(f.read()).hexdigest()
-  return {"source": source, "source_sha256": digest, "labels": list(labels),
+def fingerprint(source, labels, max_seq_length, doc_stride, tokenizer):
+  """What a cached feature file depends on; a cache with another fingerprint is stale.
+
+  Args:
+    source: the CoNLL file (its contents are hashed).
+    labels: the label list, in id order.
+    max_seq_length, doc_stride: the windows.
+    tokenizer: the TokenizerSettings: its model's or vocab's contents and its casing count
+      (finetuning.inputs.tokenizer_fingerprint), not only the file name.
+  """
+  return {"source": source, "source_sha256": io.sha256(source), "labels": list(labels),
           "max_seq_length": max_seq_length, "doc_stride": doc_stride,
-          "tokenizer": os.path.basename(tokenizer_file or ""), "do_lower_case": do_lower_case}
+          **tokenizer_fingerprint(tokenizer)}
 
 
 def fingerprint_path(path):

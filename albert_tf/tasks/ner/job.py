@@ -8,9 +8,10 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import io
+from albert_tf import errors, io
 from albert_tf import labels as label_files
-from albert_tf.checkpoints import checkpoint_global_step
+from albert_tf.checkpoints import checkpoint_global_step, hf
+from albert_tf.checkpoints.original import checkpoint_reader, resolve_checkpoint_path
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset
 from albert_tf.finetuning.evaluation import checkpoint_steps
 from albert_tf.finetuning.job import FineTuningJob
@@ -35,6 +36,27 @@ def _feature_spec(max_seq_length):
 def _pad_to(x, length, value):
   """Pads [B, t] to [B, length] (trimmed batches come in several lengths)."""
   return tf.pad(x, [[0, 0], [0, length - tf.shape(x)[1]]], constant_values=value)
+
+
+# A tagger's (or classifier's) head bias [L], in the original's layout and in ours.
+_HEAD_BIAS = ("output_bias", "classifier/output_bias/.ATTRIBUTES/VARIABLE_VALUE")
+
+
+def checkpoint_num_labels(checkpoint):
+  """The label count of the head `checkpoint` holds (its output_bias [L]; an HF tagger's
+  id2label), or None: no checkpoint, no head, or one the loader will report as unreadable."""
+  if not checkpoint:
+    return None
+  checkpoint = os.fspath(checkpoint)
+  if hf.is_hf_checkpoint(checkpoint):
+    names = label_files.hf_id2label(checkpoint if io.isdir(checkpoint) else
+                                    os.path.dirname(checkpoint))
+    return len(names) if names else None
+  try:
+    shapes = checkpoint_reader(resolve_checkpoint_path(checkpoint)).get_variable_to_shape_map()
+  except (ValueError, OSError, tf.errors.OpError):
+    return None
+  return next((int(shapes[key][0]) for key in _HEAD_BIAS if key in shapes), None)
 
 
 def words_tags(out, sentences, label_names):
@@ -104,8 +126,17 @@ class NerJob(FineTuningJob):
       raise UsageError(str(e)) from None
     saved = label_files.read_label_file(s.output_dir)
     if saved is not None and saved != self.label_names:
-      raise UsageError(f"--output_dir={s.output_dir} was trained with labels {saved}, not "
-                       f"{self.label_names}: use another --output_dir, or drop --label_list")
+      raise errors.ResumeMismatchError(
+          f"--output_dir={s.output_dir} was trained with labels {saved}, not "
+          f"{self.label_names}: use another --output_dir, or drop --label_list")
+    if s.label_list:
+      labels.check_checkpoint_labels(self.label_names, s.model.init_checkpoint, s.do_train)
+    head = checkpoint_num_labels(s.model.init_checkpoint) if saved is None else None
+    if head is not None and head != len(self.label_names):
+      raise errors.CheckpointError(
+          f"--init_checkpoint={s.model.init_checkpoint} has a head of {head} labels but the run "
+          f"has {len(self.label_names)} ({source}: {' '.join(self.label_names)}): give "
+          f"--label_list with the checkpoint's {head} tags, in its order")
     logger.info(f"{len(self.label_names)} labels from {source}: {' '.join(self.label_names)}")
     for split in ("dev", "test"):
       tags = {t for sentence in self.sentences.get(split, []) for t in sentence.tags or ()}
@@ -134,8 +165,7 @@ class NerJob(FineTuningJob):
     s = self.settings
     path = self.cached_path(split)
     stamp = features.fingerprint(self.paths[split], self.label_names, s.model.max_seq_length,
-                                 s.doc_stride, s.tokenizer.spm_model_file or s.tokenizer.vocab_file,
-                                 s.tokenizer.do_lower_case)
+                                 s.doc_stride, s.tokenizer)
     cached = split != "test" and features.is_fresh(path, stamp)
 
     def write():

@@ -3,6 +3,7 @@
 import dataclasses
 from typing import Optional
 
+from albert_tf.finetuning.windows import check_sizes
 from albert_tf.settings import FineTuningSettings
 
 
@@ -18,9 +19,18 @@ class NerSettings(FineTuningSettings):
     label_list: comma-separated tags in id order, or None (the checkpoint's, else the training
       set's).
     dropout_prob: dropout on the sequence output before the tagging layer.
+
+  Raises:
+    UsageError: a doc_stride, max_seq_length or batch size below 1 (a doc_stride of 0 would cut
+      a long sentence into windows forever).
   """
   data_dir: str
   cached_dir: Optional[str] = None
   doc_stride: int = 128
   label_list: Optional[str] = None
   dropout_prob: float = 0.1
+
+  def __post_init__(self):
+    check_sizes(doc_stride=self.doc_stride, max_seq_length=self.model.max_seq_length,
+                train_batch_size=self.train.train_batch_size,
+                eval_batch_size=self.eval_batch_size, predict_batch_size=self.predict_batch_size)
