@@ -102,8 +102,10 @@ class NerJob(FineTuningJob):
     settings: a NerSettings.
 
   Raises:
-    UsageError: nothing to do, malformed data (naming file and line), no label list, or a
-      label list that differs from the one output_dir was trained with.
+    UsageError: nothing to do, or no label list.
+    NerDataError: malformed data (naming file and line).
+    ResumeMismatchError / CheckpointError: a label list that differs from the one output_dir
+      was trained with, or from the checkpoint's.
   """
 
   def __init__(self, settings):
@@ -114,16 +116,14 @@ class NerJob(FineTuningJob):
     super().__init__(settings)
     wanted = [split for split, on in (("train", s.do_train), ("dev", s.do_eval),
                                       ("test", s.do_predict)) if on]
-    try:
-      # Every split is read and checked now: a malformed dev or test set fails before training.
-      self.paths = {split: data.split_file(s.data_dir, split) for split in wanted}
-      self.sentences = {split: data.read_split(s.data_dir, split) for split in wanted}
-      self.label_names, source = labels.resolve_labels(
-          s.label_list, s.output_dir, s.model.init_checkpoint, self.sentences.get("train"))
-      if "train" in self.sentences:
-        data.check_tags(self.sentences["train"], self.label_names, self.paths["train"])
-    except data.NerDataError as e:
-      raise UsageError(str(e)) from None
+    # Every split is read and checked now: a malformed dev or test set fails before training
+    # (data.NerDataError, a DataFormatError: one line, exit 1, as a file that is not UTF-8).
+    self.paths = {split: data.split_file(s.data_dir, split) for split in wanted}
+    self.sentences = {split: data.read_split(s.data_dir, split) for split in wanted}
+    self.label_names, source = labels.resolve_labels(
+        s.label_list, s.output_dir, s.model.init_checkpoint, self.sentences.get("train"))
+    if "train" in self.sentences:
+      data.check_tags(self.sentences["train"], self.label_names, self.paths["train"])
     saved = label_files.read_label_file(s.output_dir)
     if saved is not None and saved != self.label_names:
       raise errors.ResumeMismatchError(
