@@ -106,10 +106,12 @@ BLOCKS = {
     # docs/exports.md
     "python3 -m albert_tf.export_checkpoints --albert_config_file=data/configs/tiny_quickstart":
         run(),
-    # docs/portable.md
+    # docs/portable.md (the runtimes block runs the files the export block wrote)
     "python3 -m albert_tf.export_tflite --albert_config_file=data/configs/tiny_quickstart.json":
         run(),
     "import numpy as np": run(),
+    # docs/huggingface.md: the fine-tuning page's MRPC classifier for transformers.
+    "python3 -m albert_tf.export_checkpoints --format=hf": run(),
     # docs/variants.md: the runnable ablation (a few steps are enough here).
     "python3 -m albert_tf.create_pretraining_data --input_file=data/sample/corpus.txt": run(
         ("--num_train_steps=100", "--num_train_steps=2")),
