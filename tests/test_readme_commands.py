@@ -1,10 +1,17 @@
-"""Every command block of the README runs, in order, as a user runs it after the set-up: in a
-directory laid out as a fresh clone (links to this checkout's files), with the package installed
-(this checkout's wheel: tests/installed_package.py), on the bundled data.
+"""Every command block of the README and of docs/ runs, in order, as a user runs it after the
+set-up: in a directory laid out as a fresh clone (links to this checkout's files), with the
+package installed (this checkout's wheel: tests/installed_package.py), on the bundled data.
 
-Each block is listed in BLOCKS by its first command line: either run, with substitutions that only
-shrink sizes or point at the bundled data, or skipped with the reason. A block that BLOCKS does
-not know fails the test: a new README command is either run here or listed as skipped.
+A fenced block names its language: `bash`, `sh` or `console` blocks run in bash, `python` blocks
+in the installed package's python3; `text` blocks (layouts, variable names, outputs) are not
+commands. A command block is either
+- a template: it holds a line `# template: <placeholders> = <what they are>; get it from
+  <where>` (the user's own data, a download, a cloud project) and is not run; each placeholder
+  named occurs in the block; or
+- listed in BLOCKS by its first command line: run, with substitutions that only shrink sizes or
+  point at the bundled data; a Python excerpt of a source file, checked to be in that file; or
+  the test suite's own command, checked to be .ci/run's.
+A block that is neither fails the test.
 """
 
 import os
@@ -17,14 +24,26 @@ import pytest
 from helpers import REPO_ROOT
 from installed_package import env_with
 
-README = os.path.join(REPO_ROOT, "README.md")
+# In run order: later blocks use what earlier ones wrote (the quick start's model, spm.model,
+# out/, the exports). The README, then docs/ in mkdocs.yml's order.
+DOCUMENTS = ["README.md"] + [os.path.join("docs", page + ".md") for page in (
+    "index", "pretraining", "data-at-scale", "fine-tuning", "adding-a-task", "exports",
+    "portable", "huggingface", "variants", "python-api", "api", "faithfulness", "speed",
+    "layout")]
 
-# Outputs a README command writes in the clone: not linked into the test's clone.
+COMMAND_LANGUAGES = {"bash", "sh", "console", "python"}
+OTHER_LANGUAGES = {"text"}
+
+# `# template: <placeholders> = <what>; get it (or them) from <where>`.
+TEMPLATE = re.compile(r"^\s*# template: (?P<names>.+?) = (?P<what>.+?); get (?:it|them) from "
+                      r"(?P<where>\S.*)$", re.M)
+
+# Outputs a command writes in the clone: not linked into the test's clone.
 _NOT_LINKED = {".git", "work", "export", "serving", "out", "model", "runs", "build", "dist",
-               "__pycache__", ".pytest_cache", "spm.model", "spm.vocab", "spm.input.txt"}
+               "site", "__pycache__", ".pytest_cache", ".venv", "spm.model", "spm.vocab",
+               "spm.input.txt"}
 
 _CORPUS = "data/sample/corpus.txt"
-_TINY = "data/configs/tiny_quickstart.json"
 
 
 def run(*substitutions):
@@ -32,18 +51,29 @@ def run(*substitutions):
   return ("run", substitutions)
 
 
-def skip(reason):
-  return ("skip", reason)
+def excerpt(path):
+  """A Python block quoting path: its lines after the first (`# excerpt of <path>`) are in it."""
+  return ("excerpt", path)
 
 
-# First command line of the block (its start) -> what the test does with it. In README order:
-# later blocks use what earlier ones wrote (the quick start's model, spm.model, out/).
+def ci():
+  """The test suite's command: .ci/run's, character for character."""
+  return ("ci", None)
+
+
+# First command line of the block (its start) -> what the test does with it.
 BLOCKS = {
+    # README.md
+    # The suite's venv stands for .venv; without pip (the wheel is installed already) it takes
+    # a moment.
+    "python3 -m venv .venv && . .venv/bin/activate": run(
+        ("python3 -m venv .venv", "python3 -m venv --without-pip .venv")),
     "python3 -m pip install -r requirements.txt -e . && bash tools/quickstart.sh": run(
         # Installed already (the wheel); a few steps (STEPS) are enough for the later blocks.
         ("python3 -m pip install -r requirements.txt -e . && ", "")),
-    "python3 -m pip install -r requirements.txt -e . && python3 -m pytest -q":
-        skip("the test suite itself (.ci/run runs it)"),
+    "python3 -m pip install -r requirements.txt -e . && python3 -m pytest": ci(),
+    "mkdocs build --strict": run(),
+    # docs/pretraining.md
     "python3 tools/train_sentencepiece.py --input=corpus.txt": run(
         ("--input=corpus.txt", f"--input={_CORPUS}"), ("--vocab_size=30000", "--vocab_size=2000"),
         ("--input_file='shards/*.txt'", f"--input_file='{_CORPUS}'"),
@@ -55,6 +85,7 @@ BLOCKS = {
         ("--num_train_steps=125000", "--num_train_steps=2"),
         ("--num_warmup_steps=3125", "--num_warmup_steps=1"),
         ("--gradient_accumulation_steps=8", "--gradient_accumulation_steps=2")),
+    # docs/data-at-scale.md
     "python3 tools/make_scale_corpus.py --size_mb=40": run(
         ("--size_mb=40", "--size_mb=1"), ("/tmp/corpus_40mb.txt", "corpus_1mb.txt"),
         ("/tmp/out.tfrecord", "scale.tfrecord"), ("--dupe_factor=5", "--dupe_factor=1")),
@@ -63,41 +94,29 @@ BLOCKS = {
         ("--input_file='shards/*.txt'", f"--input_file='{_CORPUS}'"),
         ("--output_file=out/", "--output_file=out_beam/"),
         ("--max_seq_length=512", "--max_seq_length=64"), ("--dupe_factor=5", "--dupe_factor=1")),
-    "python3 -m albert_tf.create_pretraining_data --input_file='gs://":
-        skip("Dataflow: a GCP project and gs:// buckets"),
-    "python3 -m albert_tf.export_checkpoints --albert_config_file=data/configs/tiny_quickstart":
-        run(),
-    "python3 -m albert_tf.export_tflite --albert_config_file=data/configs/tiny_quickstart.json":
-        run(),
-    "docker compose -f tools/serving/docker-compose.yml up -d":
-        skip("docker and a running TF Serving (tests/test_serving_client.py covers the client)"),
-    "python3 -m albert_tf.export_saved_model --albert_config_file=albert_base_zh/":
-        skip("the released albert_base_zh download"),
-    "python3 -m albert_tf.export_saved_model --init_checkpoint=path/to/hf_albert":
-        skip("Hugging Face model downloads and GLUE's MNLI"),
-    "python3 -m albert_tf.run_classifier --task_name=MNLI --data_dir=glue_data":
-        skip("the albert_base download and GLUE's MNLI (the sample block below runs)"),
+    # docs/fine-tuning.md
     "python3 -m albert_tf.run_classifier --task_name=MRPC": run(),
-    "python3 -m albert_tf.run_squad_v2 --train_file=train-v2.0.json":
-        skip("the albert_base download, SQuAD 2.0 and RACE (the sample block below runs)"),
     "python3 -m albert_tf.run_squad_v1 --train_file=tests/testdata/": run(),
     "python3 -m albert_tf.run_ner --data_dir=tests/testdata/ner": run(
         ("--train_step=1200", "--train_step=20"), ("--warmup_step=100", "--warmup_step=2"),
         ("--save_checkpoints_steps=600", "--save_checkpoints_steps=10")),
-    'MODELS = {"AlbertTokenClassifier"': skip("Python: a task package's declaration"),
-    "def main(argv):": skip("Python: a binary's main()"),
-    "import albert_tf": skip("Python with the albert_base download and input tensors left to the "
-                             "reader (tests/test_keras_native.py runs the same calls)"),
-    "from albert_tf import settings": skip("Python writing to gs://bucket"),
-    "bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/kernel":
-        skip("checkpoint variable names, not commands"),
-    "python3 -m albert_tf.create_pretraining_data --input_file=corpus.txt --output_file=sop": run(
-        ("corpus.txt", _CORPUS), ("30k-clean.model", "spm.model"),
-        ("--vocab_file=unused", "--vocab_file=unused --dupe_factor=1 --max_seq_length=128"),
-        ("albert_config.json", _TINY),
-        ("--do_eval", "--do_eval --num_train_steps=2 --train_batch_size=8 --eval_batch_size=8 "
-                      "--max_eval_steps=2")),
-    "albert_tf/config.py": skip("the layout, not commands"),
+    # docs/adding-a-task.md
+    'MODELS = {"AlbertTokenClassifier"': excerpt("albert_tf/tasks/ner/__init__.py"),
+    "def main(argv):": excerpt("albert_tf/run_ner.py"),
+    # docs/exports.md
+    "python3 -m albert_tf.export_checkpoints --albert_config_file=data/configs/tiny_quickstart":
+        run(),
+    # docs/portable.md (the runtimes block runs the files the export block wrote)
+    "python3 -m albert_tf.export_tflite --albert_config_file=data/configs/tiny_quickstart.json":
+        run(),
+    "import numpy as np": run(),
+    # docs/huggingface.md: the fine-tuning page's MRPC classifier for transformers.
+    "python3 -m albert_tf.export_checkpoints --format=hf": run(),
+    # docs/variants.md: the runnable ablation (a few steps are enough here).
+    "python3 -m albert_tf.create_pretraining_data --input_file=data/sample/corpus.txt": run(
+        ("--num_train_steps=100", "--num_train_steps=2")),
+    # docs/python-api.md
+    "import albert_tf": run(),
 }
 
 # The quick start's steps here: the later blocks need its model, not its metrics
@@ -105,28 +124,40 @@ BLOCKS = {
 _QUICKSTART_STEPS = "4"
 
 
-def readme_blocks():
-  """The README's fenced blocks: [(first command line, text)], dedented."""
-  with open(README, encoding="utf-8") as f:
-    text = f.read()
+def fenced_blocks():
+  """Every fenced block of DOCUMENTS: [(document, language, text)], dedented, in run order."""
   blocks = []
-  for match in re.finditer(r"^( *)```\w*\n(.*?)^\1```", text, re.M | re.S):
-    body = textwrap.dedent(match.group(2))
-    lines = [l.strip() for l in body.splitlines() if l.strip() and not l.lstrip().startswith("#")]
-    blocks.append((lines[0] if lines else "", body))
+  for document in DOCUMENTS:
+    with open(os.path.join(REPO_ROOT, document), encoding="utf-8") as f:
+      text = f.read()
+    for match in re.finditer(r"^( *)```(\w*)\n(.*?)^\1```", text, re.M | re.S):
+      blocks.append((document, match.group(2), textwrap.dedent(match.group(3))))
   return blocks
 
 
-def _entry(first_line):
+def first_command(body):
+  lines = [l.strip() for l in body.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+  return lines[0] if lines else ""
+
+
+def command_blocks():
+  """[(document, language, first command line, text)] of the blocks that are not templates."""
+  return [(document, language, first_command(body), body)
+          for document, language, body in fenced_blocks()
+          if language in COMMAND_LANGUAGES and not TEMPLATE.search(body)]
+
+
+def _entry(document, first_line):
   keys = [k for k in BLOCKS if first_line.startswith(k)]
-  assert keys, (f"README block {first_line!r} is not in tests/test_readme_commands.py's BLOCKS: "
-                "add it, run (with substitutions shrinking it) or skipped with the reason")
+  assert keys, (f"{document}: block {first_line!r} is not in tests/test_readme_commands.py's "
+                "BLOCKS: run it there (with substitutions shrinking it), or mark it as a template "
+                "with a '# template: <placeholders> = ...; get it from ...' line")
   return BLOCKS[max(keys, key=len)]
 
 
 def _substituted(text, substitutions, first_line):
   for old, new in substitutions:
-    assert old in text, f"README block {first_line!r} no longer holds {old!r}: update BLOCKS"
+    assert old in text, f"block {first_line!r} no longer holds {old!r}: update BLOCKS"
     text = text.replace(old, new)
   return text
 
@@ -139,25 +170,75 @@ def _clone(directory):
       os.symlink(os.path.join(REPO_ROOT, name), os.path.join(directory, name))
 
 
-def test_every_block_is_listed():
-  for first_line, _ in readme_blocks():
-    _entry(first_line)
-  firsts = [first for first, _ in readme_blocks()]
+def test_documents_are_the_docs_pages():
+  pages = sorted(os.path.join("docs", f) for f in os.listdir(os.path.join(REPO_ROOT, "docs"))
+                 if f.endswith(".md"))
+  assert pages == sorted(DOCUMENTS[1:]), "list every docs/*.md page in DOCUMENTS, in nav order"
+
+
+def test_every_block_names_its_language():
+  for document, language, body in fenced_blocks():
+    assert language in COMMAND_LANGUAGES | OTHER_LANGUAGES, (
+        f"{document}: a block without a known language ({language!r}): "
+        f"{first_command(body)!r}; use one of {sorted(COMMAND_LANGUAGES | OTHER_LANGUAGES)}")
+
+
+def test_every_block_is_run_or_a_template():
+  firsts = []
+  for document, _, first_line, _ in command_blocks():
+    _entry(document, first_line)
+    firsts.append(first_line)
   stale = [key for key in BLOCKS if not any(first.startswith(key) for first in firsts)]
-  assert not stale, f"BLOCKS entries with no README block (remove them): {stale}"
+  assert not stale, f"BLOCKS entries with no block in {DOCUMENTS} (remove them): {stale}"
+
+
+def test_templates_name_their_placeholders_and_where_to_get_them():
+  templates = [(d, body) for d, language, body in fenced_blocks()
+               if language in COMMAND_LANGUAGES and TEMPLATE.search(body)]
+  assert templates, "no template blocks found: is the marker still '# template: '?"
+  for document, body in templates:
+    commands = "\n".join(l for l in body.splitlines() if not l.lstrip().startswith("#"))
+    for marker in TEMPLATE.finditer(body):
+      for name in re.split(r",\s*", marker["names"]):
+        assert name and name in commands, (
+            f"{document}: template placeholder {name!r} is not in its block's commands")
+
+
+def test_excerpts_are_in_their_files():
+  for document, _, first_line, body in command_blocks():
+    action, path = _entry(document, first_line)
+    if action != "excerpt":
+      continue
+    lines = body.strip("\n").splitlines()
+    assert lines[0] == f"# excerpt of {path}", (document, lines[0])
+    with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+      source = f.read()
+    quoted = "\n".join(lines[1:])
+    assert quoted in source, f"{document}: the excerpt of {path} is no longer in it:\n{quoted}"
+
+
+def test_the_test_command_is_ci_runs():
+  with open(os.path.join(REPO_ROOT, ".ci", "run"), encoding="utf-8") as f:
+    ci_commands = [l for l in f.read().splitlines() if l.startswith("python3 ")]
+  tests = [body.strip() for document, _, first_line, body in command_blocks()
+           if _entry(document, first_line)[0] == "ci"]
+  assert len(tests) == 1 and tests == ci_commands, (tests, ci_commands)
 
 
 @pytest.mark.slow
 def test_every_listed_block_runs(installed_bin, tmp_path):
   clone = tmp_path / "clone"
   _clone(clone)
-  env = dict(env_with(installed_bin), STEPS=_QUICKSTART_STEPS)
-  for first_line, body in readme_blocks():
-    action, detail = _entry(first_line)
-    if action == "skip":
+  env = dict(env_with(installed_bin), STEPS=_QUICKSTART_STEPS, NO_MKDOCS_2_WARNING="1")
+  for document, language, first_line, body in command_blocks():
+    action, detail = _entry(document, first_line)
+    if action != "run":
       continue
     script = _substituted(body, detail, first_line)
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=clone, env=env,
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, (first_line, result.stdout[-2000:], result.stderr[-4000:])
-    assert "Traceback" not in result.stderr, (first_line, result.stderr[-4000:])
+    command = ["python3", "-c", script] if language == "python" else [
+        "bash", "-euo", "pipefail", "-c", script]
+    result = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, (document, first_line, result.stdout[-2000:],
+                                    result.stderr[-4000:])
+    assert "Traceback" not in result.stderr, (document, first_line, result.stderr[-4000:])
