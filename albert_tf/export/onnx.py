@@ -37,6 +37,8 @@ def require_dependencies(quantize="none", optimize=False, command="export_onnx")
   export imports is installed: tf2onnx (the conversion), onnx (the graph edits) and, to
   quantize or optimize, onnxruntime. The binary calls it before loading the model."""
   modules = ["tf2onnx", "onnx"] + (["onnxruntime"] if optimize or quantize != "none" else [])
+  # ORT's transformer optimizer imports sympy; onnxruntime does not declare it.
+  modules += ["sympy"] if optimize else []
   for module in modules:
     errors.require_module(module, "portable", command)
 
