@@ -203,3 +203,28 @@ def test_hf_checkpoints_without_the_hf_extra(tmp_path):
       f"--export_path={tmp_path / 'hf'}"]), 1)
   assert line == f"error: writing a Hugging Face checkpoint {hint}"
   assert not os.path.exists(tmp_path / "hf")
+
+
+# Every optional dependency group's modules: what a plain `pip install .` lacks.
+_EXTRAS_MODULES = ["safetensors", "tf2onnx", "onnx", "onnxruntime", "ai_edge_litert", "sympy",
+                   "apache_beam", "seqeval", "mkdocs", "tensorflow_serving"]
+
+
+@pytest.mark.slow  # trains a step, fine-tunes a step, exports
+def test_the_plain_install_trains_fine_tunes_and_exports(tmp_path):
+  """Without any extra's module: run_pretraining, run_classifier (train + eval) and
+  export_saved_model exit 0 (issue 29: an unconditional safetensors import broke all three)."""
+  r = _run_without(_EXTRAS_MODULES, "run_pretraining", PRETRAINING + [
+      f"--albert_config_file={CONFIG}", f"--output_dir={tmp_path / 'pre'}"])
+  assert r.returncode == 0, r.stderr[-3000:]
+  assert os.path.exists(tmp_path / "pre" / "model.ckpt-1.index")
+  r = _run_without(_EXTRAS_MODULES, "run_classifier", CLASSIFIER + [
+      f"--albert_config_file={CONFIG}", f"--init_checkpoint={CKPT0}", "--do_train", "--do_eval",
+      "--train_step=1", f"--output_dir={tmp_path / 'cls'}"])
+  assert r.returncode == 0, r.stderr[-3000:]
+  assert "eval_accuracy" in (tmp_path / "cls" / "eval_results.txt").read_text()
+  r = _run_without(_EXTRAS_MODULES, "export_saved_model", [
+      f"--albert_config_file={CONFIG}", f"--init_checkpoint={CKPT0}", "--max_seq_length=24",
+      f"--spm_model_file={SPM}", f"--export_dir={tmp_path / 'serving'}"])
+  assert r.returncode == 0, r.stderr[-3000:]
+  assert any((tmp_path / "serving").rglob("saved_model.pb"))
