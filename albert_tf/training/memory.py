@@ -226,28 +226,27 @@ def cgroup_free(root="/sys/fs/cgroup", proc_cgroup="/proc/self/cgroup"):
   return None, None
 
 
-def meminfo_available(path="/proc/meminfo"):
-  """MemAvailable of /proc/meminfo in bytes, None where it cannot be read."""
+def _proc_field_bytes(path, key):
+  """The `key:` line of a /proc file in kB (as /proc/meminfo and /proc/self/status write
+  them), in bytes; None where it cannot be read."""
   try:
     with open(path, encoding="ascii") as f:
       for line in f:
-        if line.startswith("MemAvailable:"):
+        if line.startswith(f"{key}:"):
           return int(line.split()[1]) * 1024
   except (OSError, ValueError, IndexError):
     pass
   return None
 
 
+def meminfo_available(path="/proc/meminfo"):
+  """MemAvailable of /proc/meminfo in bytes, None where it cannot be read."""
+  return _proc_field_bytes(path, "MemAvailable")
+
+
 def own_rss(path="/proc/self/status"):
   """The resident memory of this process in bytes (0 where it cannot be read)."""
-  try:
-    with open(path, encoding="ascii") as f:
-      for line in f:
-        if line.startswith("VmRSS:"):
-          return int(line.split()[1]) * 1024
-  except (OSError, ValueError, IndexError):
-    pass
-  return 0
+  return _proc_field_bytes(path, "VmRSS") or 0
 
 
 def available():
