@@ -4,7 +4,9 @@
       --init_checkpoint=model --spm_model_file=30k-clean.model --export_path=albert_mine
 
 Writes albert_config.json, model.ckpt-best.* (original variable names, no optimizer state) and the
-SentencePiece model. The original's --albert_directory / --checkpoint_name form works too.
+SentencePiece model. The original's --albert_directory / --checkpoint_name form works too. A
+Hugging Face directory or a keras-hub preset --init_checkpoint brings its own config (and a
+preset its SentencePiece model): --albert_config_file and --spm_model_file may be left out.
 
 With --format=hf it writes Hugging Face transformers' layout instead (config.json,
 model.safetensors, spiece.model, tokenizer_config.json), which transformers' from_pretrained
@@ -53,27 +55,29 @@ flags.DEFINE_enum("head", "auto", ["auto", "none", "pretraining", "classifier", 
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
-  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import model_config, spm_model_file  # pylint: disable=import-outside-toplevel
   from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
   from albert_tf.export.released import export_released_layout  # pylint: disable=import-outside-toplevel
   if FLAGS.albert_directory:
     config_file = os.path.join(FLAGS.albert_directory, "albert_config.json")
     checkpoint = os.path.join(FLAGS.albert_directory, FLAGS.checkpoint_name)
   else:
-    if not FLAGS.albert_config_file or not FLAGS.init_checkpoint:
-      raise app.UsageError("give --albert_directory, or --albert_config_file and "
-                           "--init_checkpoint")
+    if not FLAGS.init_checkpoint:
+      raise app.UsageError("give --albert_directory, or --init_checkpoint (and "
+                           "--albert_config_file unless the checkpoint has its config)")
     config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
-  # The config file, checked against the checkpoint's config.json when it is an HF directory.
-  config = hf.model_config(config_file, checkpoint)[0]
+  # The config file, checked against the checkpoint's own config (an HF directory's config.json,
+  # a keras-hub preset's); without it, the checkpoint's.
+  config = model_config(config_file, checkpoint)[0]
+  spm_model = spm_model_file(FLAGS.spm_model_file, None, checkpoint)
   if FLAGS.format == "hf":
     path = export_hf_layout(config, checkpoint,
-                            FLAGS.export_path, FLAGS.spm_model_file, FLAGS.do_lower_case,
+                            FLAGS.export_path, spm_model, FLAGS.do_lower_case,
                             config_file=config_file, head=FLAGS.head)
     print(f"exported {path}")
     return
   prefix = export_released_layout(config, checkpoint,
-                                  FLAGS.export_path, FLAGS.spm_model_file,
+                                  FLAGS.export_path, spm_model,
                                   config_file=config_file)
   print(f"exported {prefix}")
 

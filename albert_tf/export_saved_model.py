@@ -45,24 +45,24 @@ def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
-  from albert_tf.checkpoints import hf, load_checkpoint
+  from albert_tf.checkpoints import load_checkpoint, model_config, spm_model_file
   from albert_tf.export.saved_model import ServingModule, export_saved_model, heads_missing
   from albert_tf.models import AlbertPretrainer
   from albert_tf.training.precision import policy_scope, serving_policy
   # pylint: enable=import-outside-toplevel
   try:
-    config, config_file = hf.model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+    config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
   except ValueError as e:
     raise app.UsageError(str(e)) from None
-  spm_model_file = FLAGS.spm_model_file or (
-      None if FLAGS.vocab_file else hf.companion_file(FLAGS.init_checkpoint, hf.SPM_NAME))
-  if not spm_model_file and not FLAGS.vocab_file:
+  spm_model = spm_model_file(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
+  if not spm_model and not FLAGS.vocab_file:
     raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
-                         "directory with spiece.model), or --vocab_file for a WordPiece model")
+                         "directory with spiece.model or a keras-hub preset), or --vocab_file "
+                         "for a WordPiece model")
   with policy_scope(serving_policy(FLAGS.serving_precision)):
     model = AlbertPretrainer(config)
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
-  module = ServingModule(model, spm_model_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+  module = ServingModule(model, spm_model, FLAGS.do_lower_case, FLAGS.max_seq_length,
                          config_file=config_file, vocab_file=FLAGS.vocab_file)
   report = load_checkpoint(model, FLAGS.init_checkpoint)
   print(f"loaded {FLAGS.init_checkpoint}: {report}")

@@ -7,7 +7,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from albert_tf import errors
-from albert_tf.checkpoints import hf, layout, original
+from albert_tf.checkpoints import hf, keras_hub, layout, original
 
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Children of the root of a Runner's checkpoint that hold training state, not model weights.
@@ -28,8 +28,8 @@ def is_original_layout(prefix):
 
 def checkpoint_global_step(path):
   """The global step stored in a checkpoint of either layout (0 when it holds none, as a
-  Hugging Face checkpoint)."""
-  if hf.is_hf_checkpoint(path):
+  Hugging Face checkpoint or a keras-hub preset)."""
+  if layout.is_foreign_layout(path):
     return 0
   reader = original.checkpoint_reader(original.resolve_checkpoint_path(path))
   for name in ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"):
@@ -40,17 +40,19 @@ def checkpoint_global_step(path):
 
 def load_checkpoint(model: keras.Model, path: str,
                     init_from_group0: bool = False) -> original.LoadReport:
-  """Loads weights from a released/original TF1 checkpoint, one of ours or a Hugging Face one.
+  """Loads weights from a released/original TF1 checkpoint, one of ours, a Hugging Face one or a
+  keras-hub preset.
 
   The layout is detected (a `*.safetensors` file or a directory holding model.safetensors is
-  Hugging Face's, see checkpoints.hf). Only model weights are read (no optimizer state). Every
+  Hugging Face's, see checkpoints.hf; a directory with a keras-hub config.json and
+  model.weights.h5 is a keras-hub preset, see checkpoints.keras_hub). Only model weights are read (no optimizer state). Every
   layout follows the same rules: a task head the checkpoint lacks stays as initialised (listed as
   missing).
 
   Args:
     model: any albert_tf model (AlbertModel, AlbertPretrainer, AlbertClassifier, ...).
-    path: a checkpoint prefix or a directory (its latest checkpoint), or an HF directory or
-      model.safetensors; any TF file system.
+    path: a checkpoint prefix or a directory (its latest checkpoint), an HF directory or
+      model.safetensors, or a keras-hub preset directory; any TF file system.
     init_from_group0: initialise layer groups the checkpoint lacks from its group 0.
 
   Returns:
@@ -62,6 +64,8 @@ def load_checkpoint(model: keras.Model, path: str,
   """
   if path is not None and str(path) and hf.is_hf_checkpoint(path):
     return hf.load_hf_checkpoint(model, path, init_from_group0=init_from_group0)
+  if path is not None and str(path) and keras_hub.is_keras_hub_preset(path):
+    return keras_hub.load_keras_hub_preset(model, path, init_from_group0=init_from_group0)
   prefix = original.resolve_checkpoint_path(path)
   if is_original_layout(prefix):
     return original.load_original_checkpoint(model, prefix, init_from_group0=init_from_group0)

@@ -48,7 +48,7 @@ def model_from_flags():
       --max_seq_length that cannot work.
     errors.CheckpointError: as export.portable.load_exportable_model.
   """
-  from albert_tf.checkpoints.hf import model_config  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import model_config  # pylint: disable=import-outside-toplevel
   from albert_tf.export.portable import check_max_seq_length, load_exportable_model  # pylint: disable=import-outside-toplevel
   if FLAGS.random_weights and FLAGS.init_checkpoint:
     raise errors.UsageError(f"--init_checkpoint={FLAGS.init_checkpoint} and --random_weights: "

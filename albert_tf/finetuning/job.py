@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from albert_tf import io
 from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
-from albert_tf.checkpoints import hf, save_original_checkpoint
+from albert_tf.checkpoints import save_original_checkpoint, spm_model_file
 from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
 from albert_tf.finetuning.inputs import check_cached_features, in_file_order, tokenizer_checked
@@ -26,13 +26,14 @@ from albert_tf.training.job import Job, UsageError
 logger = logging.getLogger("albert_tf")
 
 
-def _with_hf_spm_model(settings):
-  """settings with the SentencePiece model of an HF --init_checkpoint (its spiece.model) when no
-  tokenizer is given: an HF directory ships the tokenizer it was trained with."""
+def _with_checkpoint_spm_model(settings):
+  """settings with the SentencePiece model of --init_checkpoint when no tokenizer is given: an
+  HF directory (its spiece.model) or a keras-hub preset (its vocabulary.spm) ships the tokenizer
+  it was trained with. A tokenizer that contradicts a preset's is refused (UsageError)."""
   tokenizer = settings.tokenizer
-  spm = (None if tokenizer.spm_model_file or tokenizer.vocab_file else
-         hf.companion_file(settings.model.init_checkpoint, hf.SPM_NAME))
-  if spm is None:
+  spm = spm_model_file(tokenizer.spm_model_file, tokenizer.vocab_file,
+                       settings.model.init_checkpoint)
+  if spm is None or spm == tokenizer.spm_model_file:
     return settings
   logger.info(f"tokenizer: {spm} (from --init_checkpoint)")
   return dataclasses.replace(settings, tokenizer=dataclasses.replace(tokenizer,
@@ -51,7 +52,7 @@ class FineTuningJob(Job):
   """
 
   def __init__(self, settings):
-    settings = _with_hf_spm_model(settings)
+    settings = _with_checkpoint_spm_model(settings)
     super().__init__(settings)
     tokenizer = settings.tokenizer
     if not tokenizer.spm_model_file and not tokenizer.vocab_file:

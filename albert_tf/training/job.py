@@ -15,7 +15,7 @@ import os
 import tensorflow as tf
 
 from albert_tf import errors, io
-from albert_tf.checkpoints import hf
+from albert_tf.checkpoints import keras_hub
 from albert_tf.config import AlbertConfig
 from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
@@ -84,7 +84,7 @@ class Job:
     self.settings = settings
     model = settings.model
     try:
-      self.config, self.config_file = hf.model_config(model.albert_config_file,
+      self.config, self.config_file = keras_hub.model_config(model.albert_config_file,
                                                       model.init_checkpoint)
     except ValueError as e:
       if model.albert_config_file:
