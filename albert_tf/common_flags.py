@@ -78,18 +78,20 @@ def define_finetuning_flags(max_seq_length, learning_rate, train_batch_size=32,
   its defaults), plus the run flags and --dynamic_length."""
   flags.DEFINE_string("albert_config_file", None,
                       "The config json file corresponding to the pre-trained ALBERT model. This "
-                      "specifies the model architecture. Default: the config.json of a Hugging "
-                      "Face --init_checkpoint directory.")
+                      "specifies the model architecture. Default: the config of a Hugging Face "
+                      "directory or keras-hub preset --init_checkpoint.")
   flags.DEFINE_string("vocab_file", None,
                       "The vocabulary file that the ALBERT model was trained on.")
   flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization. "
-                      "Default: the spiece.model of a Hugging Face --init_checkpoint directory "
-                      "(when --vocab_file is not given either).")
+                      "Default: the spiece.model of a Hugging Face --init_checkpoint directory, "
+                      "or a keras-hub preset's vocabulary.spm (when --vocab_file is not given "
+                      "either).")
   flags.DEFINE_string("output_dir", None,
                       "The output directory where the model checkpoints will be written.")
   flags.DEFINE_string("init_checkpoint", None,
                       "Initial checkpoint (usually from a pre-trained ALBERT model): the released "
-                      "layout, ours, or a Hugging Face directory (model.safetensors).")
+                      "layout, ours, a Hugging Face directory (model.safetensors), or a keras-hub "
+                      "preset directory (model.weights.h5).")
   flags.DEFINE_bool("do_lower_case", True,
                     "Whether to lower case the input text. Should be True for uncased models "
                     "and False for cased models.")

@@ -34,10 +34,13 @@ flags.DEFINE_string("albert_directory", None,
                     "form); or give --albert_config_file and --init_checkpoint.")
 flags.DEFINE_string("checkpoint_name", "model.ckpt-best",
                     "Name of the checkpoint under albert_directory to be exported.")
-flags.DEFINE_string("albert_config_file", None, "The model's albert_config.json.")
+flags.DEFINE_string("albert_config_file", None, "The model's albert_config.json. Default: the "
+                    "config of a Hugging Face directory or keras-hub preset --init_checkpoint.")
 flags.DEFINE_string("init_checkpoint", None,
-                    "Checkpoint to export: a prefix or a directory, ours or the original layout.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model to ship with the export.")
+                    "Checkpoint to export: a prefix or a directory, ours or the original layout; a "
+                    "Hugging Face directory or a keras-hub preset.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model to ship with the export. "
+                    "Default: a keras-hub preset --init_checkpoint's (or an HF directory's).")
 flags.DEFINE_bool("do_lower_case", True, "Kept for compatibility with the original's flags; "
                   "with --format=hf, written to tokenizer_config.json.")
 flags.DEFINE_string("export_path", None, "The directory to write.")

@@ -5,8 +5,9 @@
       --max_seq_length=128 --export_dir=serving/albert --version=1
 
 Writes <export_dir>/<version>/ atomically; see albert_tf.export.saved_model for the signatures.
---init_checkpoint may be a Hugging Face directory (config.json, model.safetensors, spiece.model):
-its config and SentencePiece model are then the defaults of --albert_config_file and
+--init_checkpoint may be a Hugging Face directory (config.json, model.safetensors, spiece.model)
+or a keras-hub preset (config.json, model.weights.h5, assets/tokenizer/vocabulary.spm): its
+config and SentencePiece model are then the defaults of --albert_config_file and
 --spm_model_file.
 """
 
@@ -18,14 +19,15 @@ from albert_tf.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None,
-                    "The model's albert_config.json. Default: the config.json of a Hugging Face "
-                    "--init_checkpoint directory.")
+                    "The model's albert_config.json. Default: the config of a Hugging Face "
+                    "directory or keras-hub preset --init_checkpoint.")
 flags.DEFINE_string("init_checkpoint", None,
-                    "Checkpoint to export (prefix or directory; ours, the original layout or a "
-                    "Hugging Face directory).")
+                    "Checkpoint to export (prefix or directory; ours, the original layout, a "
+                    "Hugging Face directory or a keras-hub preset).")
 flags.DEFINE_string("spm_model_file", None,
                     "The SentencePiece model (shipped as an asset). Default: the spiece.model "
-                    "of a Hugging Face --init_checkpoint directory.")
+                    "of a Hugging Face --init_checkpoint directory, or a keras-hub preset's "
+                    "vocabulary.spm.")
 flags.DEFINE_string("vocab_file", None,
                     "A WordPiece vocab.txt (shipped as the asset) for models without a "
                     "SentencePiece model, such as Google's Chinese ALBERT releases; used when "
