@@ -35,6 +35,7 @@ SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model"
 # keras-hub's tokenizer (SentencePiece alone) gives the same ids as ours.
 TEXTS = ["the quick brown fox jumps over the lazy dog.", "hello world, it is a test (1999)"]
 NUM_CLASSES = 3
+MASKED = np.array([[1, 4, 6], [2, 5, 9]], np.int32)  # [B, P] positions of _batch()
 
 
 def _keras_settings():
@@ -126,37 +127,54 @@ def test_which_hf_heads_keras_hub_reads(encoder, tmp_path, model_class, readable
 
 
 # -- keras-hub -> ours ------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def preset(tmp_path_factory):
-  """A keras-hub AlbertTextClassifier preset of the fixture config, every weight drawn at
-  random (biases and layer norms too: keras-hub starts them at 0 and 1), and keras-hub's
-  outputs on _batch(): {directory, sequence_output, pooled_output, logits}."""
+def _backbone():
+  """keras-hub's AlbertBackbone of the fixture config."""
   c = json.load(open(CONFIG_FILE, encoding="utf-8"))
-  backbone = keras_hub.models.AlbertBackbone(
+  return keras_hub.models.AlbertBackbone(
       vocabulary_size=c["vocab_size"], num_layers=c["num_hidden_layers"],
       num_heads=c["num_attention_heads"], num_groups=c["num_hidden_groups"],
       num_inner_repetitions=c["inner_group_num"], embedding_dim=c["embedding_size"],
       hidden_dim=c["hidden_size"], intermediate_dim=c["intermediate_size"], dropout=0.0,
       max_sequence_length=c["max_position_embeddings"], num_segments=c["type_vocab_size"])
+
+
+def _random_preset(backbone, directory, task):
+  """save_to_preset of a keras-hub AlbertTextClassifier (task "classifier") or AlbertMaskedLM
+  ("masked_lm") on `backbone`, every weight drawn at random (biases and layer norms too:
+  keras-hub starts them at 0 and 1), and keras-hub's outputs on _batch():
+  {directory, sequence_output, pooled_output, logits, text_ids (TEXTS packed)}."""
   tokenizer = keras_hub.models.AlbertTokenizer(proto=SPM)
-  classifier = keras_hub.models.AlbertTextClassifier(
-      backbone, num_classes=NUM_CLASSES,
-      preprocessor=keras_hub.models.AlbertTextClassifierPreprocessor(tokenizer,
-                                                                     sequence_length=32))
+  if task == "classifier":
+    model = keras_hub.models.AlbertTextClassifier(
+        backbone, num_classes=NUM_CLASSES,
+        preprocessor=keras_hub.models.AlbertTextClassifierPreprocessor(tokenizer,
+                                                                       sequence_length=32))
+  else:
+    model = keras_hub.models.AlbertMaskedLM(
+        backbone, preprocessor=keras_hub.models.AlbertMaskedLMPreprocessor(tokenizer,
+                                                                           sequence_length=32))
   rng = np.random.default_rng(0)
-  for variable in classifier.weights:
+  for variable in model.weights:
     shape = tuple(variable.shape)
     value = rng.normal(0.0, 0.1 if len(shape) > 1 else 0.3, shape)
     if variable.path.endswith("gamma"):
       value += 1.0
     variable.assign(value.astype(np.float32))
-  directory = str(tmp_path_factory.mktemp("keras_hub") / "preset")
-  classifier.save_to_preset(directory)
+  path = os.path.join(str(directory), "preset")
+  model.save_to_preset(path)
   inputs = _keras_hub_inputs(*_batch())
   outputs = {k: np.asarray(v) for k, v in backbone(inputs).items()}
-  outputs["logits"] = np.asarray(classifier(inputs))
+  if task != "classifier":
+    inputs["mask_positions"] = MASKED
+  outputs["logits"] = np.asarray(model(inputs))
   ids = [[2] + np.asarray(tokenizer(text)).tolist() + [3] for text in TEXTS]
-  return dict(outputs, directory=directory, text_ids=ids)
+  return dict(outputs, directory=path, text_ids=ids)
+
+
+@pytest.fixture(scope="module")
+def preset(tmp_path_factory):
+  """A keras-hub AlbertTextClassifier preset of the fixture config (see _random_preset)."""
+  return _random_preset(_backbone(), tmp_path_factory.mktemp("keras_hub"), "classifier")
 
 
 def test_preset_files(preset):
@@ -204,6 +222,21 @@ def test_preset_loads_with_keras_hub_outputs(preset):
   report = load_checkpoint(AlbertPretrainer(config), preset["directory"])
   assert report.unused == ["output_bias", "output_weights"]
   assert {n.split("/")[0] for n in report.missing} == {"cls"} and len(report.loaded) == 25
+
+
+def test_masked_lm_preset_head_loads(tmp_path):
+  """AlbertMaskedLM's head is our cls/predictions/. Its layer norm epsilon is 1e-5, ours the
+  original's 1e-12: the logits differ by up to 1.7e-4 here (a head mapped wrong: by O(1))."""
+  preset = _random_preset(_backbone(), tmp_path, "masked_lm")
+  config, _ = model_config(None, preset["directory"])
+  model = AlbertPretrainer(config)
+  report = load_checkpoint(model, preset["directory"])
+  assert len(report.loaded) == 30 and report.unused == []
+  assert report.missing == ["cls/seq_relationship/output_bias",
+                            "cls/seq_relationship/output_weights"]
+  ids, mask, segments = _batch()
+  outputs = model(dict(_our_inputs(ids, mask, segments), masked_lm_positions=MASKED))
+  np.testing.assert_allclose(outputs["masked_lm_logits"], preset["logits"], atol=1e-3)
 
 
 @pytest.mark.slow
@@ -254,6 +287,7 @@ def test_export_checkpoints_released_layout_from_preset(preset, tmp_path):
   assert len([n for n in tensors if n in written]) == 25
 
 
+@pytest.mark.slow  # a binary's start-up
 def test_contradicting_config_flag_is_one_error_line(preset, tmp_path):
   other = tmp_path / "albert_config.json"
   values = json.load(open(CONFIG_FILE, encoding="utf-8"))
