@@ -99,6 +99,18 @@ def test_hf_export_loads_in_keras_hub(encoder, tmp_path):
     assert len(expected) > 5 and np.asarray(tokenizer(text)).tolist() == expected
 
 
+def test_keras_hub_tokenizer_is_sentencepiece_alone():
+  """What docs/huggingface.md says: keras-hub neither lower-cases nor runs the original's
+  preprocessing, so cased text gets our --nodo_lower_case ids, not our default's."""
+  theirs = keras_hub.models.AlbertTokenizer(proto=SPM)
+  text = "Hello World, The Quick Fox"
+  cased, uncased = (FullTokenizer(vocab_file=None, do_lower_case=lower, spm_model_file=SPM)
+                    for lower in (False, True))
+  ids = np.asarray(theirs(text)).tolist()
+  assert ids == cased.convert_tokens_to_ids(cased.tokenize(text))
+  assert ids != uncased.convert_tokens_to_ids(uncased.tokenize(text))
+
+
 @pytest.mark.parametrize("model_class, readable", [
     (AlbertPretrainer, True),          # --head=pretraining
     (AlbertClassifier, True),          # --head=classifier
