@@ -60,6 +60,9 @@ class InputFeatures:
   start_position: Optional[int] = None
   end_position: Optional[int] = None
   is_impossible: Optional[bool] = None
+  # WordPiece features only: position in `tokens` -> index of the paragraph word it is cut from
+  # (the CMRC 2018 baseline's token_to_orig_map).
+  token_to_orig_map: Optional[dict] = None
 
 
 def load_squad_json(input_file):
