@@ -234,8 +234,12 @@ class SquadJob(FineTuningJob):
         examples, features, self.raw_results(path), dataset)
     if self.chief:
       out = self.settings.output_dir
-      squad_postprocess.write_json(os.path.join(out, "predictions.json"), predictions)
-      squad_postprocess.write_json(os.path.join(out, "nbest_predictions.json"), nbest)
+      # WordPiece (Chinese) answers are written readable, as the CMRC 2018 baseline does.
+      readable = {"ensure_ascii": self.wordpiece is None}
+      squad_postprocess.write_json(os.path.join(out, "predictions.json"), predictions,
+                                   **readable)
+      squad_postprocess.write_json(os.path.join(out, "nbest_predictions.json"), nbest,
+                                   **readable)
       if null_odds is not None:
         squad_postprocess.write_json(os.path.join(out, "null_odds.json"), null_odds)
       if metrics is not None and self.v2:
@@ -318,7 +322,7 @@ class SquadJob(FineTuningJob):
       path = self.export_serving(SquadServingModule(
           self.serving_model(), s.tokenizer.spm_model_file, s.tokenizer.do_lower_case,
           s.model.max_seq_length, s.doc_stride, s.max_query_length, s.max_answer_length,
-          s.n_best_size, self.v2, self.null_threshold()))
+          s.n_best_size, self.v2, self.null_threshold(), vocab_file=s.tokenizer.vocab_file))
       if not self.v2:  # as the original's run_squad_v1: the float32 model, for devices
         # pylint: disable-next=import-outside-toplevel
         from albert_tf.export.tflite import export_beside_saved_model
