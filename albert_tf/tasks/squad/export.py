@@ -52,6 +52,40 @@ def _char_offsets(context, byte_offsets):
   return tf.RaggedTensor.from_tensor(idx, lengths=byte_offsets.row_lengths())
 
 
+def wordpiece_paragraph(tokenizer, context):
+  """SquadServingModule._paragraph for WordPiece, as wordpiece_data.paragraph_pieces: the
+  baseline's words of each context [B], each cut into pieces by `tokenizer` (a
+  CmrcInGraphTokenizer); a piece covers its own characters where the word's pieces spell the
+  word exactly (no [UNK], lower-casing kept its length), else the whole word.
+
+  Returns ids int32 [B, (L)], first and last character int64 [B, (L)].
+  """
+  words, byte_starts, byte_ends = tokenizer.raw_words(context)
+  word_first = tf.cast(_char_offsets(context, byte_starts).flat_values, tf.int64)
+  word_last = tf.cast(_char_offsets(context, byte_ends).flat_values, tf.int64) - 1
+  lowered = tokenizer.lower(words.flat_values)  # [W]
+  pieces = tokenizer.word_pieces(lowered)  # [W, (p)]
+  continued = (tf.strings.regex_full_match(pieces, "##.*")
+               & (tf.ragged.range(pieces.row_lengths()) > 0))
+  lengths = (tf.cast(tf.strings.length(pieces, unit="UTF8_CHAR"), tf.int64)
+             - 2 * tf.cast(continued, tf.int64))
+  raw_length = word_last - word_first + 1
+  exact = ((tf.reduce_sum(lengths, axis=1) == raw_length)
+           & (tf.cast(tf.strings.length(lowered, unit="UTF8_CHAR"), tf.int64) == raw_length)
+           & ~tf.reduce_any(tf.equal(pieces, "[UNK]"), axis=1))
+  word = pieces.value_rowids()  # per piece
+  own_first = tf.gather(word_first, word) + (tf.math.cumsum(lengths, axis=1)
+                                             - lengths).flat_values
+  own_last = own_first + lengths.flat_values - 1
+  exact = tf.gather(exact, word)
+  first = tf.where(exact, own_first, tf.gather(word_first, word))
+  last = tf.where(exact, own_last, tf.gather(word_last, word))
+  nest = lambda t: tf.RaggedTensor.from_row_splits(
+      pieces.with_flat_values(t), words.row_splits).merge_dims(1, 2)
+  ids = tf.cast(tokenizer.table.lookup(pieces.flat_values), tf.int32)
+  return nest(ids), nest(first), nest(last)
+
+
 class SquadServingModule(TextServingModule):
   """Wraps an AlbertSpanLabeler (v1) or AlbertSquadV2 for export."""
 
@@ -77,7 +111,7 @@ class SquadServingModule(TextServingModule):
     Returns ids int32 [B, (L)], first and last character int64 [B, (L)].
     """
     if isinstance(self.tokenizer, CmrcInGraphTokenizer):
-      return self._wordpiece_paragraph(context)
+      return wordpiece_paragraph(self.tokenizer, context)
     words, byte_starts, _ = tf_text.regex_split_with_offsets(context, PY_WHITESPACE, "")
     word_starts = _char_offsets(context, byte_starts)
     word_chars = tf.strings.length(words, unit="UTF8_CHAR")
@@ -102,35 +136,6 @@ class SquadServingModule(TextServingModule):
         r.flat_values, 0, tf.gather(top, r.value_rowids())))
     ids = tf.cast(self.tokenizer.sp.string_to_id(pieces), tf.int32)
     return nest(ids), clamp(nest(first)), clamp(nest(last))
-
-  def _wordpiece_paragraph(self, context):
-    """_paragraph for WordPiece, as wordpiece_data: the baseline's words, each cut into pieces;
-    a piece covers its own characters where the word's pieces spell the word exactly (no
-    [UNK], lower-casing kept its length), else the whole word."""
-    words, byte_starts, byte_ends = self.tokenizer.raw_words(context)
-    word_first = tf.cast(_char_offsets(context, byte_starts).flat_values, tf.int64)
-    word_last = tf.cast(_char_offsets(context, byte_ends).flat_values, tf.int64) - 1
-    lowered = self.tokenizer.lower(words.flat_values)                      # [W]
-    pieces = self.tokenizer.word_pieces(lowered)                            # [W, (p)]
-    continued = (tf.strings.regex_full_match(pieces, "##.*")
-                 & (tf.ragged.range(pieces.row_lengths()) > 0))
-    lengths = (tf.cast(tf.strings.length(pieces, unit="UTF8_CHAR"), tf.int64)
-               - 2 * tf.cast(continued, tf.int64))
-    raw_length = word_last - word_first + 1
-    exact = ((tf.reduce_sum(lengths, axis=1) == raw_length)
-             & (tf.cast(tf.strings.length(lowered, unit="UTF8_CHAR"), tf.int64) == raw_length)
-             & ~tf.reduce_any(tf.equal(pieces, "[UNK]"), axis=1))
-    word = pieces.value_rowids()                                            # per piece
-    own_first = tf.gather(word_first, word) + (tf.math.cumsum(lengths, axis=1)
-                                               - lengths).flat_values
-    own_last = own_first + lengths.flat_values - 1
-    exact = tf.gather(exact, word)
-    first = tf.where(exact, own_first, tf.gather(word_first, word))
-    last = tf.where(exact, own_last, tf.gather(word_last, word))
-    nest = lambda t: tf.RaggedTensor.from_row_splits(
-        pieces.with_flat_values(t), words.row_splits).merge_dims(1, 2)
-    ids = tf.cast(self.tokenizer.table.lookup(pieces.flat_values), tf.int32)
-    return nest(ids), nest(first), nest(last)
 
   def _windows(self, question, context):
     """The original's doc_stride windows of every example, flattened to [N, T] features, with

@@ -86,14 +86,14 @@ class SquadJob(FineTuningJob):
       raise UsageError("If `do_train` is True, then `train_file` must be specified.")
     if settings.do_predict and not settings.predict_file:
       raise UsageError("If `do_predict` is True, then `predict_file` must be specified.")
+    if settings.metric == "cmrc2018" and settings.v2:
+      raise UsageError("--metric=cmrc2018 is run_squad_v1's: CMRC 2018 has no unanswerable "
+                       "questions, and run_squad_v2 scores with SQuAD 2.0's null threshold")
     super().__init__(settings)
     s = settings
     if s.model.max_seq_length <= s.max_query_length + 3:
       raise UsageError(f"The max_seq_length ({s.model.max_seq_length}) must be greater than "
                        f"max_query_length ({s.max_query_length}) + 3")
-    if settings.metric == "cmrc2018" and settings.v2:
-      raise UsageError("--metric=cmrc2018 is run_squad_v1's: CMRC 2018 has no unanswerable "
-                       "questions, and run_squad_v2 scores with SQuAD 2.0's null threshold")
     # WordPiece (--vocab_file): the CMRC 2018 BERT baseline's words and features.
     self.wordpiece = None
     if self.tokenizer.sp_model is None:

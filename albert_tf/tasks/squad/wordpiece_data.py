@@ -18,9 +18,10 @@ import dataclasses
 import logging
 
 from albert_tf import errors
-from albert_tf.finetuning.windows import doc_spans, is_max_context
+from albert_tf.finetuning.windows import doc_spans
 from albert_tf.tasks.squad.data import (FIRST_UNIQUE_ID, InputFeatures, SquadExample, _field,
-                                        _questions, load_squad_json)
+                                        _questions, load_squad_json, pack_window,
+                                        window_answer)
 from albert_tf.tokenization.cmrc import split_words
 from albert_tf.tokenization.text import is_whitespace
 
@@ -152,6 +153,25 @@ def _piece_chars(word, pieces, first, last):
   return spans
 
 
+def paragraph_pieces(example, tokenizer):
+  """The WordPiece pieces of an example's words, with (per piece) its word and first and last
+  raw character, and (per word) its first piece.
+
+  Returns (pieces, tok_to_orig, orig_to_tok, piece_starts, piece_ends).
+  """
+  pieces_out, tok_to_orig, orig_to_tok, starts, ends = [], [], [], [], []
+  for i, word in enumerate(example.doc_tokens):
+    orig_to_tok.append(len(pieces_out))
+    pieces = tokenizer.tokenize(word)
+    for piece, (first, last) in zip(pieces, _piece_chars(
+        word, pieces, example.word_starts[i], example.word_ends[i])):
+      tok_to_orig.append(i)
+      pieces_out.append(piece)
+      starts.append(first)
+      ends.append(last)
+  return pieces_out, tok_to_orig, orig_to_tok, starts, ends
+
+
 def improve_answer_span(doc_tokens, start, end, tokenizer, answer_text):
   """The first (new_start, new_end) inside start..end whose pieces equal the answer's pieces
   (BERT's _improve_answer_span), else (start, end)."""
@@ -182,16 +202,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
   unique_id = FIRST_UNIQUE_ID
   for example_index, example in enumerate(examples):
     query = tokenizer.tokenize(example.question_text)[:max_query_length]
-    tok_to_orig, orig_to_tok, doc_pieces, piece_starts, piece_ends = [], [], [], [], []
-    for i, word in enumerate(example.doc_tokens):
-      orig_to_tok.append(len(doc_pieces))
-      pieces = tokenizer.tokenize(word)
-      for piece, (first, last) in zip(pieces, _piece_chars(
-          word, pieces, example.word_starts[i], example.word_ends[i])):
-        tok_to_orig.append(i)
-        doc_pieces.append(piece)
-        piece_starts.append(first)
-        piece_ends.append(last)
+    doc_pieces, tok_to_orig, orig_to_tok, piece_starts, piece_ends = paragraph_pieces(
+        example, tokenizer)
 
     tok_start = tok_end = None
     if is_training and not example.is_impossible:
@@ -207,36 +219,20 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     query_ids = tokenizer.convert_tokens_to_ids(query)
     spans = doc_spans(len(doc_pieces), max_seq_length - len(query) - 3, doc_stride)
     for span_index, (span_start, span_length) in enumerate(spans):
-      tokens = ["[CLS]"] + query + ["[SEP]"]
-      ids = [cls_id] + query_ids + [sep_id]
-      segment_ids = [0] * len(ids)
-      p_mask = [0] + [1] * (len(query) + 1)
-      to_orig, max_context = {}, {}
-      for k in range(span_start, span_start + span_length):
-        to_orig[len(ids)] = tok_to_orig[k]
-        max_context[len(ids)] = is_max_context(spans, span_index, k)
-        tokens.append(doc_pieces[k])
-        ids.append(doc_ids[k])
-      tokens.append("[SEP]")
-      ids.append(sep_id)
-      segment_ids += [1] * (span_length + 1)
-      p_mask += [0] * span_length + [1]
-      paragraph_len = len(ids)
-      pad = max_seq_length - len(ids)
-      input_mask = [1] * len(ids) + [0] * pad
-      ids, segment_ids, p_mask = ids + [0] * pad, segment_ids + [0] * pad, p_mask + [1] * pad
+      ids, input_mask, segment_ids, p_mask, max_context, paragraph_len = pack_window(
+          query_ids, doc_ids, spans, span_index, max_seq_length, cls_id, sep_id)
+      window = range(span_start, span_start + span_length)
+      # Unpadded, as the baseline's.
+      tokens = ["[CLS]"] + query + ["[SEP]"] + [doc_pieces[k] for k in window] + ["[SEP]"]
+      to_orig = {len(query) + 2 + i: tok_to_orig[k] for i, k in enumerate(window)}
 
       start_position = end_position = None
       impossible = example.is_impossible if is_training else None
-      if is_training:
+      if is_training:  # the baseline's test: no check that start <= end
         span_end = span_start + span_length - 1
-        if impossible or not (tok_start >= span_start and tok_end <= span_end):
-          start_position = end_position = 0
-          impossible = True
-        else:
-          offset = len(query) + 2
-          start_position = tok_start - span_start + offset
-          end_position = tok_end - span_start + offset
+        start_position, end_position, impossible = window_answer(
+            tok_start, tok_end, span_start, len(query),
+            not impossible and tok_start >= span_start and tok_end <= span_end)
       output_fn(InputFeatures(
           unique_id=unique_id, example_index=None if is_training else example_index,
           doc_span_index=span_index,

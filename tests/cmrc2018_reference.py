@@ -20,7 +20,7 @@ compare with, computed by the repository's own code (not albert_tf's):
                          data here: the condition albert_tf falls back to).
 
 Usage (the repository from `git clone https://github.com/ymcui/cmrc2018` or a bare mirror):
-  python3 tools/make_cmrc_reference.py --git_dir=/path/to/cmrc2018/.git \
+  python3 tests/cmrc2018_reference.py --git_dir=/path/to/cmrc2018/.git \
       --out=tests/testdata/cmrc2018
 """
 
