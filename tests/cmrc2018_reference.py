@@ -70,7 +70,8 @@ def load_baseline(git_dir):
                      ("baseline", "baseline/run_cmrc2018_drcd_baseline.py"),
                      ("evaluate", "baseline/cmrc2018_evaluate.py")):
     module = types.ModuleType(name)
-    exec(compile(git_show(git_dir, path), path, "exec"), module.__dict__)  # pylint: disable=exec-used
+    source = compile(git_show(git_dir, path), path, "exec")
+    exec(source, module.__dict__)  # pylint: disable=exec-used
     sys.modules[name] = modules[name] = module
   return modules
 

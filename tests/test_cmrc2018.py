@@ -223,7 +223,8 @@ def test_cmrc2018_metric_is_run_squad_v1s(tmp_path):
 def test_run_squad_v1_cmrc2018_end_to_end(tmp_path):
   out = tmp_path / "out"
   run_binary("run_squad_v1", [
-      f"--vocab_file={VOCAB}", f"--albert_config_file={os.path.join(CMRC, 'albert_config_tiny.json')}",
+      f"--vocab_file={VOCAB}",
+      f"--albert_config_file={os.path.join(CMRC, 'albert_config_tiny.json')}",
       f"--train_file={os.path.join(CMRC, 'train.json')}",
       f"--predict_file={os.path.join(CMRC, 'dev.json')}", f"--output_dir={out}",
       "--metric=cmrc2018", "--do_train", "--do_predict",

@@ -89,6 +89,8 @@ class SquadJob(FineTuningJob):
     if settings.metric == "cmrc2018" and settings.v2:
       raise UsageError("--metric=cmrc2018 is run_squad_v1's: CMRC 2018 has no unanswerable "
                        "questions, and run_squad_v2 scores with SQuAD 2.0's null threshold")
+    if settings.metric == "cmrc2018" and settings.do_predict:  # now, not once training is over
+      errors.require_module("nltk", "chinese", "--metric=cmrc2018")
     super().__init__(settings)
     s = settings
     if s.model.max_seq_length <= s.max_query_length + 3:

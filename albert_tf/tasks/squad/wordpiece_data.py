@@ -48,8 +48,8 @@ def paragraph_words(paragraph_text, do_lower_case, where):
 
   Raises:
     errors.DataFormatError: a character that str.split() breaks on but the baseline does not
-      count as whitespace (U+001C-U+001F, U+0085, U+2028, U+2029): the baseline fails on it too
-      (its words no longer spell the paragraph).
+      count as whitespace (U+000B, U+000C, U+001C-U+001F, U+0085, U+2028, U+2029): the
+      baseline fails on it too (its words no longer spell the paragraph).
   """
   words = split_words(paragraph_text, do_lower_case)
   doc_tokens, char_to_word, starts, ends = [], [], [], []
@@ -72,9 +72,9 @@ def paragraph_words(paragraph_text, do_lower_case, where):
   if current or len(doc_tokens) != len(words):
     raise errors.DataFormatError(
         f"{where}: its context cannot be cut into words as the CMRC 2018 baseline cuts it, "
-        f"at character {first} ({paragraph_text[first:first + 10]!r}): a line or paragraph "
-        "separator or an information-separator control character (U+001C-U+001F, U+0085, "
-        "U+2028, U+2029) splits a word; replace it by a space")
+        f"at character {first} ({paragraph_text[first:first + 10]!r}): a character that "
+        "str.split() breaks on but the baseline does not count as whitespace (U+000B, U+000C, "
+        "U+001C-U+001F, U+0085, U+2028, U+2029) splits a word; replace it by a space")
   return doc_tokens, char_to_word, starts, ends
 
 
