@@ -8,6 +8,10 @@
 Every checkpoint is evaluated on --predict_file (eval_results.txt, exact_match and f1; the best
 by f1 kept as model.ckpt-best); predictions.json and nbest_predictions.json come from
 model.ckpt-best; --export_dir writes a SavedModel that answers raw question/context text.
+
+With --vocab_file (WordPiece, e.g. Chinese ALBERT) instead of --spm_model_file, the features are
+the official CMRC 2018 BERT baseline's; --metric=cmrc2018 scores with the official CMRC 2018
+evaluator (docs/chinese.md).
 """
 
 from absl import flags

@@ -209,6 +209,7 @@ class SquadSettings(FineTuningSettings):
   warmup_proportion: float = 0.1
   n_best_size: int = 20
   max_answer_length: int = 30
+  metric: str = "squad"  # or "cmrc2018"
   start_n_top: int = 5
   end_n_top: int = 5
   dropout_prob: float = 0.1

@@ -60,6 +60,9 @@ class InputFeatures:
   start_position: Optional[int] = None
   end_position: Optional[int] = None
   is_impossible: Optional[bool] = None
+  # WordPiece features only: position in `tokens` -> index of the paragraph word it is cut from
+  # (the CMRC 2018 baseline's token_to_orig_map).
+  token_to_orig_map: Optional[dict] = None
 
 
 def load_squad_json(input_file):
@@ -281,6 +284,45 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case):
   return starts, ends, orig_to_chartok, chartok_to_tok_index
 
 
+def pack_window(query_ids, doc_ids, spans, span_index, max_seq_length, cls_id, sep_id):
+  """[CLS] query [SEP] window [SEP] of one doc_stride window, zero-padded to max_seq_length.
+
+  Args:
+    query_ids, doc_ids: the question's and the whole paragraph's ids.
+    spans: the (start, length) windows of doc_spans; span_index the one to pack.
+
+  Returns (input_ids, input_mask, segment_ids, p_mask [max_seq_length] (p_mask 1 where no
+  answer can be: the question, separators, padding), token_is_max_context {position: bool},
+  the unpadded length).
+  """
+  span_start, span_length = spans[span_index]
+  ids = [cls_id] + query_ids + [sep_id]
+  segment_ids = [0] * len(ids)
+  p_mask = [0] + [1] * (len(query_ids) + 1)
+  max_context = {}
+  for k in range(span_start, span_start + span_length):
+    max_context[len(ids)] = is_max_context(spans, span_index, k)
+    ids.append(doc_ids[k])
+  ids.append(sep_id)
+  segment_ids += [1] * (span_length + 1)
+  p_mask += [0] * span_length + [1]
+  length = len(ids)
+  pad = max_seq_length - length
+  input_mask = [1] * length + [0] * pad
+  return (ids + [0] * pad, input_mask, segment_ids + [0] * pad, p_mask + [1] * pad, max_context,
+          length)
+
+
+def window_answer(tok_start, tok_end, span_start, query_length, inside):
+  """(start_position, end_position, is_impossible) of a training window: the answer's pieces
+  tok_start..tok_end moved into the packed window when `inside` (the window holds it), else
+  0, 0, True."""
+  if not inside:
+    return 0, 0, True
+  offset = query_length + 2  # [CLS] question [SEP]
+  return tok_start - span_start + offset, tok_end - span_start + offset, False
+
+
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
                                  max_query_length, is_training, output_fn, do_lower_case):
   """Calls output_fn(InputFeatures) for every window of every example, unique ids counting up
@@ -316,33 +358,17 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     doc_ids = [sp.PieceToId(t) for t in para_tokens]
     spans = doc_spans(len(doc_ids), max_seq_length - len(query) - 3, doc_stride)
     for span_index, (span_start, span_length) in enumerate(spans):
-      ids = [cls_id] + query + [sep_id]
-      segment_ids = [0] * len(ids)
-      p_mask = [0] + [1] * (len(query) + 1)
-      max_context = {}
-      for k in range(span_start, span_start + span_length):
-        max_context[len(ids)] = is_max_context(spans, span_index, k)
-        ids.append(doc_ids[k])
-      ids.append(sep_id)
-      segment_ids += [1] * (span_length + 1)
-      p_mask += [0] * span_length + [1]
-      paragraph_len = len(ids)
-      pad = max_seq_length - len(ids)
-      input_mask = [1] * len(ids) + [0] * pad
-      ids, segment_ids, p_mask = ids + [0] * pad, segment_ids + [0] * pad, p_mask + [1] * pad
+      ids, input_mask, segment_ids, p_mask, max_context, paragraph_len = pack_window(
+          query, doc_ids, spans, span_index, max_seq_length, cls_id, sep_id)
       tokens = [sp.IdToPiece(i) for i in ids]  # padding included, as the original's
 
       impossible = example.is_impossible
       start_position = end_position = None
       if is_training:
         span_end = span_start + span_length - 1
-        if impossible or not span_start <= tok_start <= tok_end <= span_end:
-          start_position = end_position = 0
-          impossible = True
-        else:
-          offset = len(query) + 2
-          start_position = tok_start - span_start + offset
-          end_position = tok_end - span_start + offset
+        start_position, end_position, impossible = window_answer(
+            tok_start, tok_end, span_start, len(query),
+            not impossible and span_start <= tok_start <= tok_end <= span_end)
       output_fn(InputFeatures(
           unique_id=unique_id, example_index=None if is_training else example_index,
           doc_span_index=span_index,

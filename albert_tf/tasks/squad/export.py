@@ -38,6 +38,7 @@ from albert_tf.layers.span_heads import P_MASK_ADDER
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.export.windows import max_context_window
 from albert_tf.tokenization.in_graph import PY_WHITESPACE
+from albert_tf.tokenization.in_graph_cmrc import CmrcInGraphTokenizer
 
 NO_ANSWER_SCORE = -2e6
 
@@ -51,14 +52,50 @@ def _char_offsets(context, byte_offsets):
   return tf.RaggedTensor.from_tensor(idx, lengths=byte_offsets.row_lengths())
 
 
+def wordpiece_paragraph(tokenizer, context):
+  """SquadServingModule._paragraph for WordPiece, as wordpiece_data.paragraph_pieces: the
+  baseline's words of each context [B], each cut into pieces by `tokenizer` (a
+  CmrcInGraphTokenizer); a piece covers its own characters where the word's pieces spell the
+  word exactly (no [UNK], lower-casing kept its length), else the whole word.
+
+  Returns ids int32 [B, (L)], first and last character int64 [B, (L)].
+  """
+  words, byte_starts, byte_ends = tokenizer.raw_words(context)
+  word_first = tf.cast(_char_offsets(context, byte_starts).flat_values, tf.int64)
+  word_last = tf.cast(_char_offsets(context, byte_ends).flat_values, tf.int64) - 1
+  lowered = tokenizer.lower(words.flat_values)  # [W]
+  pieces = tokenizer.word_pieces(lowered)  # [W, (p)]
+  continued = (tf.strings.regex_full_match(pieces, "##.*")
+               & (tf.ragged.range(pieces.row_lengths()) > 0))
+  lengths = (tf.cast(tf.strings.length(pieces, unit="UTF8_CHAR"), tf.int64)
+             - 2 * tf.cast(continued, tf.int64))
+  raw_length = word_last - word_first + 1
+  exact = ((tf.reduce_sum(lengths, axis=1) == raw_length)
+           & (tf.cast(tf.strings.length(lowered, unit="UTF8_CHAR"), tf.int64) == raw_length)
+           & ~tf.reduce_any(tf.equal(pieces, "[UNK]"), axis=1))
+  word = pieces.value_rowids()  # per piece
+  own_first = tf.gather(word_first, word) + (tf.math.cumsum(lengths, axis=1)
+                                             - lengths).flat_values
+  own_last = own_first + lengths.flat_values - 1
+  exact = tf.gather(exact, word)
+  first = tf.where(exact, own_first, tf.gather(word_first, word))
+  last = tf.where(exact, own_last, tf.gather(word_last, word))
+  nest = lambda t: tf.RaggedTensor.from_row_splits(
+      pieces.with_flat_values(t), words.row_splits).merge_dims(1, 2)
+  ids = tf.cast(tokenizer.table.lookup(pieces.flat_values), tf.int32)
+  return nest(ids), nest(first), nest(last)
+
+
 class SquadServingModule(TextServingModule):
   """Wraps an AlbertSpanLabeler (v1) or AlbertSquadV2 for export."""
 
   def __init__(self, model, spm_model_file, do_lower_case=True, max_seq_length=384,
                doc_stride=128, max_query_length=64, max_answer_length=30, n_best_size=20,
-               v2=False, null_score_diff_threshold=0.0):
+               v2=False, null_score_diff_threshold=0.0, vocab_file=None):
     super().__init__(model, spm_model_file, do_lower_case, max_seq_length,
-                     name="albert_squad_serving")
+                     name="albert_squad_serving", vocab_file=vocab_file)
+    if not spm_model_file:  # WordPiece: the CMRC 2018 baseline's words, as the binary's features
+      self.tokenizer = CmrcInGraphTokenizer(vocab_file, do_lower_case)
     self.model = model
     self.doc_stride = doc_stride
     self.max_query_length = max_query_length
@@ -73,6 +110,8 @@ class SquadServingModule(TextServingModule):
 
     Returns ids int32 [B, (L)], first and last character int64 [B, (L)].
     """
+    if isinstance(self.tokenizer, CmrcInGraphTokenizer):
+      return wordpiece_paragraph(self.tokenizer, context)
     words, byte_starts, _ = tf_text.regex_split_with_offsets(context, PY_WHITESPACE, "")
     word_starts = _char_offsets(context, byte_starts)
     word_chars = tf.strings.length(words, unit="UTF8_CHAR")

@@ -39,6 +39,11 @@ def define_flags(v2):
                        "The maximum length of an answer that can be generated. This is needed "
                        "because the start and end predictions are not conditioned on one "
                        "another.")
+  flags.DEFINE_enum("metric", "squad", ["squad", "cmrc2018"],
+                    "The evaluation of --predict_file: the official SQuAD script's, or "
+                    "cmrc2018 (the official CMRC 2018 evaluator's exact_match and f1; run_squad_v1 "
+                    "only). With --vocab_file (WordPiece), features follow the CMRC 2018 BERT "
+                    "baseline either way.")
   flags.DEFINE_string("export_dir", None,
                       "The directory where the exported SavedModel will be stored.")
   common_flags.define_serving_precision_flag()

@@ -12,7 +12,10 @@ from albert_tf import errors
 from albert_tf import io
 from albert_tf.io import write_text_atomically
 from albert_tf.tasks.squad import data as squad_data
+from albert_tf.tasks.squad import cmrc_metric
 from albert_tf.tasks.squad import postprocess as squad_postprocess
+from albert_tf.tasks.squad import wordpiece_data
+from albert_tf.tokenization.cmrc import CmrcTokenizer
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob
 from albert_tf.training.job import UsageError
@@ -83,15 +86,20 @@ class SquadJob(FineTuningJob):
       raise UsageError("If `do_train` is True, then `train_file` must be specified.")
     if settings.do_predict and not settings.predict_file:
       raise UsageError("If `do_predict` is True, then `predict_file` must be specified.")
+    if settings.metric == "cmrc2018" and settings.v2:
+      raise UsageError("--metric=cmrc2018 is run_squad_v1's: CMRC 2018 has no unanswerable "
+                       "questions, and run_squad_v2 scores with SQuAD 2.0's null threshold")
+    if settings.metric == "cmrc2018" and settings.do_predict:  # now, not once training is over
+      errors.require_module("nltk", "chinese", "--metric=cmrc2018")
     super().__init__(settings)
     s = settings
     if s.model.max_seq_length <= s.max_query_length + 3:
       raise UsageError(f"The max_seq_length ({s.model.max_seq_length}) must be greater than "
                        f"max_query_length ({s.max_query_length}) + 3")
+    # WordPiece (--vocab_file): the CMRC 2018 BERT baseline's words and features.
+    self.wordpiece = None
     if self.tokenizer.sp_model is None:
-      raise UsageError("SQuAD needs --spm_model_file: the original's SQuAD features (its "
-                       "squad_utils) align SentencePiece pieces to the text, and have no "
-                       "WordPiece (--vocab_file) form")
+      self.wordpiece = CmrcTokenizer(None, s.tokenizer.do_lower_case, vocab=self.tokenizer.vocab)
     self.v2 = settings.v2
     self.key_metric = "f1"
 
@@ -116,9 +124,14 @@ class SquadJob(FineTuningJob):
       if keep is not None:
         keep.append(feature)
     try:
-      squad_data.convert_examples_to_features(examples, self.tokenizer, s.model.max_seq_length,
-                                              s.doc_stride, s.max_query_length, is_training,
-                                              output, s.tokenizer.do_lower_case)
+      if self.wordpiece is not None:
+        wordpiece_data.convert_examples_to_features(
+            examples, self.wordpiece, s.model.max_seq_length, s.doc_stride, s.max_query_length,
+            is_training, output)
+      else:
+        squad_data.convert_examples_to_features(
+            examples, self.tokenizer, s.model.max_seq_length, s.doc_stride, s.max_query_length,
+            is_training, output, s.tokenizer.do_lower_case)
       if not writer.num_features:
         raise errors.DataFormatError(
             f"no features from {source}: no paragraph of its {len(examples)} "
@@ -130,8 +143,13 @@ class SquadJob(FineTuningJob):
     writer.close()
     return writer.num_features
 
+  def read_examples(self, path, is_training):
+    if self.wordpiece is not None:
+      return wordpiece_data.read_examples(path, is_training, self.wordpiece.do_lower_case)
+    return squad_data.read_squad_examples(path, is_training=is_training)
+
   def train_examples(self):
-    examples = squad_data.read_squad_examples(self.settings.train_file, is_training=True)
+    examples = self.read_examples(self.settings.train_file, is_training=True)
     random.Random(12345).shuffle(examples)  # as the original, before writing features
     return examples
 
@@ -153,7 +171,7 @@ class SquadJob(FineTuningJob):
     caches them (predict_feature_file + predict_feature_left_file). The chief writes them; the
     other workers read them back once it has."""
     s = self.settings
-    examples = squad_data.read_squad_examples(s.predict_file, is_training=False)
+    examples = self.read_examples(s.predict_file, is_training=False)
     path = s.predict_feature_file or os.path.join(s.output_dir, "predict.tf_record")
     left = s.predict_feature_left_file or os.path.join(s.output_dir, "predict_left.jsonl")
     cached = io.exists(path) and io.exists(left)
@@ -206,8 +224,9 @@ class SquadJob(FineTuningJob):
           s.end_n_top, dataset if has_answers(dataset) else None)
     predictions, nbest = squad_postprocess.postprocess_v1(examples, features, results,
                                                           s.n_best_size, s.max_answer_length)
-    metrics = (squad_postprocess.evaluate_v1(dataset, predictions) if has_answers(dataset)
-               else None)
+    evaluate = (cmrc_metric.evaluate if s.metric == "cmrc2018" else
+                squad_postprocess.evaluate_v1)
+    metrics = evaluate(dataset, predictions) if has_answers(dataset) else None
     return predictions, nbest, None, metrics
 
   def predict_and_write(self, examples, features, path, dataset):
@@ -217,8 +236,12 @@ class SquadJob(FineTuningJob):
         examples, features, self.raw_results(path), dataset)
     if self.chief:
       out = self.settings.output_dir
-      squad_postprocess.write_json(os.path.join(out, "predictions.json"), predictions)
-      squad_postprocess.write_json(os.path.join(out, "nbest_predictions.json"), nbest)
+      # WordPiece (Chinese) answers are written readable, as the CMRC 2018 baseline does.
+      readable = {"ensure_ascii": self.wordpiece is None}
+      squad_postprocess.write_json(os.path.join(out, "predictions.json"), predictions,
+                                   **readable)
+      squad_postprocess.write_json(os.path.join(out, "nbest_predictions.json"), nbest,
+                                   **readable)
       if null_odds is not None:
         squad_postprocess.write_json(os.path.join(out, "null_odds.json"), null_odds)
       if metrics is not None and self.v2:
@@ -301,7 +324,7 @@ class SquadJob(FineTuningJob):
       path = self.export_serving(SquadServingModule(
           self.serving_model(), s.tokenizer.spm_model_file, s.tokenizer.do_lower_case,
           s.model.max_seq_length, s.doc_stride, s.max_query_length, s.max_answer_length,
-          s.n_best_size, self.v2, self.null_threshold()))
+          s.n_best_size, self.v2, self.null_threshold(), vocab_file=s.tokenizer.vocab_file))
       if not self.v2:  # as the original's run_squad_v1: the float32 model, for devices
         # pylint: disable-next=import-outside-toplevel
         from albert_tf.export.tflite import export_beside_saved_model

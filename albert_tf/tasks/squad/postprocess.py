@@ -257,6 +257,8 @@ def evaluate_v2(dataset, predictions, null_odds, na_prob_thresh=1.0, search_thre
   return metrics
 
 
-def write_json(path, value):
-  """json.dumps(indent=4) + newline, as the original writes its predictions files; atomic."""
-  write_text_atomically(path, json.dumps(value, indent=4) + "\n")
+def write_json(path, value, ensure_ascii=True):
+  """json.dumps(indent=4) + newline, as the original writes its predictions files; atomic.
+  ensure_ascii=False writes non-ASCII characters as they are (the CMRC 2018 baseline's
+  predictions.json) rather than as \\u escapes."""
+  write_text_atomically(path, json.dumps(value, indent=4, ensure_ascii=ensure_ascii) + "\n")
