@@ -24,6 +24,7 @@ from albert_tf.startup import quiet_tensorflow_startup
 
 from albert_tf import io as files
 from albert_tf.data.instances import InstanceOptions
+from albert_tf.tokenization.chinese_words import SEGMENTERS
 from albert_tf.data.pretraining_data import (GenerationSettings, Progress,
                                              check_one_output_per_input, check_output_files,
                                              check_settings, default_output_files, generate,
@@ -47,6 +48,18 @@ flags.DEFINE_bool("do_lower_case", True,
                   "False for cased models.")
 flags.DEFINE_bool("do_whole_word_mask", True,
                   "Whether to use whole word masking rather than per-WordPiece masking.")
+flags.DEFINE_bool("whole_word_mask", None,
+                  "The same setting as --do_whole_word_mask (BERT's and ALBERT's name), default "
+                  "True: mask every piece of a word together (WordPiece: a word and its ## "
+                  "pieces, as BERT; SentencePiece: ALBERT's start-piece rule); an n-gram is "
+                  "then a run of whole words. Giving both names with different values "
+                  "is an error.")
+flags.DEFINE_enum("chinese_word_segmentation", None, list(SEGMENTERS),
+                  "Segment each line into Chinese words so that whole-word masking masks a word "
+                  "whole: the later characters of a multi-character word are joined to it as "
+                  "## pieces would be, their ids (and masked-LM labels) those of the plain "
+                  "characters (the Chinese BERT-wwm scheme). Needs a WordPiece --vocab_file and "
+                  "the chinese extra (jieba).")
 flags.DEFINE_bool("do_permutation", False, "Whether to do the permutation training.")
 flags.DEFINE_bool("favor_shorter_ngram", True,
                   "Whether to set higher probabilities for sampling shorter ngrams.")
@@ -75,6 +88,23 @@ flags.DEFINE_string("beam_pipeline_options", None,
                     "--num_workers.")
 
 
+def whole_word_mask_from_flags():
+  """The whole-word-masking setting of --whole_word_mask and --do_whole_word_mask (one setting
+  under two names).
+
+  Raises:
+    errors.UsageError: both given, with different values.
+  """
+  ours, theirs = FLAGS.whole_word_mask, FLAGS["do_whole_word_mask"]
+  if ours is None:
+    return theirs.value
+  if theirs.present and theirs.value != ours:
+    raise errors.UsageError(
+        f"--whole_word_mask={ours} and --do_whole_word_mask={theirs.value} disagree: they are "
+        "one setting under two names; give one of them")
+  return ours
+
+
 def settings_from_flags():
   return GenerationSettings(
       vocab_file=FLAGS.vocab_file, spm_model_file=FLAGS.spm_model_file,
@@ -85,8 +115,9 @@ def settings_from_flags():
           max_seq_length=FLAGS.max_seq_length, short_seq_prob=FLAGS.short_seq_prob,
           masked_lm_prob=FLAGS.masked_lm_prob,
           max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-          do_whole_word_mask=FLAGS.do_whole_word_mask, do_permutation=FLAGS.do_permutation,
-          random_next_sentence=FLAGS.random_next_sentence))
+          do_whole_word_mask=whole_word_mask_from_flags(), do_permutation=FLAGS.do_permutation,
+          random_next_sentence=FLAGS.random_next_sentence),
+      chinese_word_segmentation=FLAGS.chinese_word_segmentation)
 
 
 def main(argv):

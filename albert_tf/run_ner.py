@@ -13,7 +13,9 @@ label_list.txt; cached features ner_train.tf_record, ner_eval.tf_record (in cach
 output_dir) and predict.tf_record; checkpoints model.ckpt-<step>, each evaluated on dev
 (eval_results.txt: entity precision, recall, f1, token accuracy, per type) with the best kept as
 model.ckpt-best; dev_predictions.txt and test_predictions.txt (`word gold predicted` a line);
-test_results.txt; with --export_dir a SavedModel that tags raw text.
+test_results.txt; with --export_dir a SavedModel that tags raw text. Chinese data (one character
+a line, MSRA or People's Daily style) trains with a WordPiece --vocab_file; --char_level splits a
+word-a-line file's Chinese words into characters.
 """
 
 from absl import flags
@@ -44,6 +46,13 @@ flags.DEFINE_string("label_list", None,
                     "Comma-separated tags in id order (default: the checkpoint's label names, "
                     "else the training set's tags, O first).")
 flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the sequence output before the tagger.")
+flags.DEFINE_bool("char_level", False,
+                  "Character-level tagging (Chinese): split each word's CJK characters into "
+                  "words of their own, its tag spread over them (B-X then I-X; O stays O; "
+                  "BIOES: E-X on the last, S-X as B-X ... E-X), each run of other characters "
+                  "kept as one word. Files of one character a line read the same either way. "
+                  "Predictions and metrics are per character, and the SavedModel splits raw "
+                  "text into characters too.")
 flags.DEFINE_string("export_dir", None,
                     "The directory where the exported SavedModel will be stored.")
 common_flags.define_serving_precision_flag()

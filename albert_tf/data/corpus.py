@@ -13,6 +13,7 @@ from albert_tf import errors
 from albert_tf import io as files
 from albert_tf.data.instances import Sentence
 from albert_tf.data.masking import is_start_piece_sp, is_start_piece_wordpiece
+from albert_tf.tokenization.chinese_words import word_start_flags
 
 
 class Document:
@@ -107,11 +108,20 @@ def corpus_lines(f, path):
 
 class CorpusReader:
   """Turns lines into sentences of a TokenizedCorpus with the tokenizer, caching per-piece
-  decisions. Files are read line by line: memory does not grow with a line's file."""
+  decisions. Files are read line by line: memory does not grow with a line's file.
 
-  def __init__(self, tokenizer, open_binary=files.open_binary):
+  Args:
+    tokenizer: a FullTokenizer.
+    open_binary: opens a corpus file for reading bytes.
+    segment: None, or a Chinese word segmenter (str -> words, e.g.
+      chinese_words.JiebaSegmenter): the later characters of each multi-character word then
+      start no word (whole-word masking joins them), their ids unchanged.
+  """
+
+  def __init__(self, tokenizer, open_binary=files.open_binary, segment=None):
     self.tokenizer = tokenizer
     self.open_binary = open_binary
+    self.segment = segment
     self._is_start = is_start_piece_sp if tokenizer.sp_model else is_start_piece_wordpiece
     self._start_cache = {}
     self.lines = 0
@@ -144,5 +154,8 @@ class CorpusReader:
           continue
         pieces = tok.tokenize_preprocessed(line)
         if pieces:
-          corpus.add_sentence(tok.convert_tokens_to_ids(pieces), self._starts(pieces))
+          starts = self._starts(pieces)
+          if self.segment is not None:
+            starts = word_start_flags(pieces, starts, self.segment)
+          corpus.add_sentence(tok.convert_tokens_to_ids(pieces), starts)
     return corpus

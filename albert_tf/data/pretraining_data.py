@@ -7,7 +7,7 @@ import os
 import random
 import sys
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -19,11 +19,17 @@ from albert_tf.data.instances import (InstanceOptions, SpecialIds, instances_by_
                                       shuffled_order)
 from albert_tf.data.masking import NgramSampler
 from albert_tf.data.spill import RecordSpill
-from albert_tf.tokenization import FullTokenizer
+from albert_tf.tokenization import FullTokenizer, chinese_words
 
 
 @dataclasses.dataclass
 class GenerationSettings:
+  """create_pretraining_data's settings (its flags of the same names).
+
+  Args:
+    chinese_word_segmentation: None, or a segmenter of chinese_words.SEGMENTERS ("jieba"):
+      whole-word masking then masks each Chinese word whole (WordPiece vocabularies only).
+  """
   vocab_file: str = None
   spm_model_file: str = None
   do_lower_case: bool = True
@@ -32,6 +38,7 @@ class GenerationSettings:
   dupe_factor: int = 40
   random_seed: int = 12345
   instance: InstanceOptions = dataclasses.field(default_factory=InstanceOptions)
+  chinese_word_segmentation: Optional[str] = None
 
   def tokenizer(self):
     return FullTokenizer(self.vocab_file, self.do_lower_case, self.spm_model_file)
@@ -149,8 +156,30 @@ def check_settings(settings):
                     "are written")
   if settings.ngram < 1:
     problems.append(f"--ngram={settings.ngram}: must be at least 1")
+  problems += _segmentation_problems(settings)
   if problems:
     raise errors.UsageError("; ".join(problems))
+
+
+def _segmentation_problems(settings):
+  """What is wrong with --chinese_word_segmentation in `settings` (a list of messages); raises
+  MissingExtraError when its segmenter is not installed."""
+  name = settings.chinese_word_segmentation
+  if name is None:
+    return []
+  if name not in chinese_words.SEGMENTERS:
+    return [f"--chinese_word_segmentation={name!r}: the choices are "
+            f"{', '.join(chinese_words.SEGMENTERS)}"]
+  problems = []
+  if settings.spm_model_file:
+    problems.append(f"--chinese_word_segmentation={name} marks the characters of WordPiece "
+                    "vocabularies (one piece per CJK character): give the model's vocab.txt as "
+                    "--vocab_file without --spm_model_file")
+  if not settings.instance.do_whole_word_mask:
+    problems.append(f"--chinese_word_segmentation={name} joins characters into words for "
+                    "whole-word masking: drop --nowhole_word_mask (or --do_whole_word_mask=false)")
+  errors.require_installed(name, "chinese", f"--chinese_word_segmentation={name}")
+  return problems
 
 
 def _same_file_key(path):
@@ -186,10 +215,12 @@ def check_output_files(input_files, output_files, isdir=files.isdir):
     seen[key] = k
 
 
-def read_corpus(input_files, tokenizer, progress, access=DEFAULT_FILE_ACCESS, allow_empty=False):
+def read_corpus(input_files, tokenizer, progress, access=DEFAULT_FILE_ACCESS, allow_empty=False,
+                segment=None):
   """The TokenizedCorpus of `input_files` (documents may span files, as the original). A corpus
-  without text is a ValueError unless allow_empty."""
-  reader = CorpusReader(tokenizer, access.open_binary)
+  without text is a ValueError unless allow_empty. `segment`: CorpusReader's Chinese word
+  segmenter, or None."""
+  reader = CorpusReader(tokenizer, access.open_binary, segment)
   corpus = TokenizedCorpus()
   sizes = [access.size(p) for p in input_files]
   total = None if None in sizes else max(sum(sizes), 1)
@@ -248,7 +279,8 @@ def generate(input_files, output_files, settings, progress=None, access=DEFAULT_
   # Opened before the work, so that an unwritable output fails in seconds, not after hours.
   writers = open_writers(output_files, access.atomic_file)
   try:
-    corpus = read_corpus(input_files, tokenizer, progress, access, allow_empty)
+    corpus = read_corpus(input_files, tokenizer, progress, access, allow_empty,
+                         chinese_words.segmenter(settings.chinese_word_segmentation))
     documents = corpus.documents()
     progress.log(f"{len(documents)} documents, {corpus.num_tokens} tokens "
                  f"({corpus.skipped_documents} empty documents skipped)")

@@ -50,3 +50,8 @@ CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 
 
 def is_cjk(cp):
   return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+
+
+def cjk_character_class():
+  """CJK_RANGES as an RE2 character class, for TF's regex ops."""
+  return "[" + "".join(f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in CJK_RANGES) + "]"

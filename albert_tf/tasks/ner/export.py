@@ -11,9 +11,12 @@ Signatures (batch-major, any batch size):
                      probabilities float32 [B, T, L] (per piece, the model's raw head)
   tokenization_info  () -> vocab_file (the SentencePiece model or WordPiece vocab.txt asset),
                      do_lower_case, max_seq_length, doc_stride, label_list (the label_list.txt
-                     asset: one name a line, in label id order), label_names string [L]
+                     asset: one name a line, in label id order), label_names string [L],
+                     char_level bool
 
-How text becomes windows: each sentence is split on whitespace (as Python's str.split()), each
+How text becomes windows: each sentence is split on whitespace (as Python's str.split()) and,
+for a char_level model (run_ner --char_level), each CJK character made a word of its own (as
+data.split_word: "我爱iPhone手机" is 我 爱 iPhone 手 机), each
 word is tokenized alone (as the features: FullTokenizer per word; a word giving no piece becomes
 one unknown piece) and the word's label is read at its first piece. A sentence whose pieces do not
 fit in max_seq_length - 2 is cut into SQuAD's doc_stride windows ([CLS] pieces [SEP], segment 0)
@@ -39,6 +42,7 @@ from albert_tf.export.serving_inputs import check_texts
 from albert_tf.export.windows import max_context_window
 from albert_tf.labels import LABEL_FILE
 from albert_tf.tokenization.in_graph import PY_WHITESPACE, separators
+from albert_tf.tokenization.text import cjk_character_class
 from albert_tf.training.precision import policy_scope, serving_policy
 
 LABEL_LIST_FILE = LABEL_FILE  # the asset's name, as the run's output_dir names it
@@ -125,10 +129,13 @@ class NerServingModule(TokensServingModule):
     spm_model_file, vocab_file, do_lower_case: the tokenizer (SentencePiece, else WordPiece).
     max_seq_length: the window length T, [CLS] and [SEP] included.
     doc_stride: the step between windows of a sentence longer than max_seq_length - 2 pieces.
+    char_level: make each CJK character of the text a word of its own (as the features of
+      run_ner --char_level).
   """
 
   def __init__(self, model, label_names, label_list_file, spm_model_file=None, vocab_file=None,
-               do_lower_case=True, max_seq_length=128, doc_stride=DEFAULT_DOC_STRIDE):
+               do_lower_case=True, max_seq_length=128, doc_stride=DEFAULT_DOC_STRIDE,
+               char_level=False):
     super().__init__(model, spm_model_file, do_lower_case, max_seq_length,
                      name="albert_ner_serving", vocab_file=vocab_file)
     if max_seq_length < 3:
@@ -138,6 +145,7 @@ class NerServingModule(TokensServingModule):
       raise errors.UsageError(f"doc_stride must be at least 1, got {doc_stride}")
     self.model = model
     self.doc_stride = doc_stride
+    self.char_level = char_level
     self.label_names = tf.constant(label_names)
     self.label_list = tf.saved_model.Asset(label_list_file)
     self.unk_id = unknown_id(self.tokenizer)
@@ -161,6 +169,8 @@ class NerServingModule(TokensServingModule):
       first int64 [Nw] the position of each word's first piece in its sentence (Nw: the batch's
       words, in order).
     """
+    if self.char_level:  # spaces around each CJK character: the split then isolates it
+      text = tf.strings.regex_replace(text, cjk_character_class(), " \\0 ")
     words, _, _ = tf_text.regex_split_with_offsets(text, PY_WHITESPACE, "")  # [B, (W)]
     pieces = self.tokenizer.ids(words.flat_values)                           # [Nw, (p)]
     # A word giving no piece is one unknown piece, as the features make it.
@@ -227,7 +237,8 @@ class NerServingModule(TokensServingModule):
 
   def info(self):
     return dict(super().info(), doc_stride=tf.constant(self.doc_stride),
-                label_list=self.label_list.asset_path, label_names=self.label_names)
+                label_list=self.label_list.asset_path, label_names=self.label_names,
+                char_level=tf.constant(self.char_level))
 
   def signatures(self):
     return {"serving_default": self.serve_text, "tokens": self.tokens,
@@ -236,7 +247,7 @@ class NerServingModule(TokensServingModule):
 
 def export_ner_saved_model(model, label_names, tokenizer_settings, max_seq_length, export_dir,
                            serving_precision="float32", doc_stride=DEFAULT_DOC_STRIDE,
-                           version=None):
+                           version=None, char_level=False):
   """Exports a token classifier under <export_dir>/<version or timestamp>/, written atomically.
 
   Args:
@@ -249,6 +260,7 @@ def export_ner_saved_model(model, label_names, tokenizer_settings, max_seq_lengt
     serving_precision: "float32" or "bfloat16" (compute; weights and outputs stay float32).
     doc_stride: the step between windows, as the job's --doc_stride.
     version: the version folder's number (default: the time in seconds).
+    char_level: split CJK characters into words, as run_ner --char_level.
 
   Returns:
     The version directory written.
@@ -262,6 +274,6 @@ def export_ner_saved_model(model, label_names, tokenizer_settings, max_seq_lengt
       f.write("".join(f"{name}\n" for name in names))
     module = NerServingModule(model, names, label_list_file, tokenizer_settings.spm_model_file,
                               tokenizer_settings.vocab_file, tokenizer_settings.do_lower_case,
-                              max_seq_length, doc_stride)
+                              max_seq_length, doc_stride, char_level)
     return export_saved_model(module, os.fspath(export_dir),
                               version if version is not None else int(time.time()))

@@ -69,7 +69,7 @@ def sentence_features(tokenizer, sentence, labels, max_seq_length, doc_stride):
   return features
 
 
-def fingerprint(source, labels, max_seq_length, doc_stride, tokenizer):
+def fingerprint(source, labels, max_seq_length, doc_stride, tokenizer, char_level=False):
   """What a cached feature file depends on; a cache with another fingerprint is stale.
 
   Args:
@@ -78,9 +78,10 @@ def fingerprint(source, labels, max_seq_length, doc_stride, tokenizer):
     max_seq_length, doc_stride: the windows.
     tokenizer: the TokenizerSettings: its model's or vocab's contents and its casing count
       (finetuning.inputs.tokenizer_fingerprint), not only the file name.
+    char_level: whether the words were split into characters (run_ner --char_level).
   """
   return {"source": source, "source_sha256": io.sha256(source), "labels": list(labels),
-          "max_seq_length": max_seq_length, "doc_stride": doc_stride,
+          "max_seq_length": max_seq_length, "doc_stride": doc_stride, "char_level": char_level,
           **tokenizer_fingerprint(tokenizer)}
 
 

@@ -119,7 +119,8 @@ class NerJob(FineTuningJob):
     # Every split is read and checked now: a malformed dev or test set fails before training
     # (data.NerDataError, a DataFormatError: one line, exit 1, as a file that is not UTF-8).
     self.paths = {split: data.split_file(s.data_dir, split) for split in wanted}
-    self.sentences = {split: data.read_split(s.data_dir, split) for split in wanted}
+    self.sentences = {split: data.read_split(s.data_dir, split, s.char_level)
+                      for split in wanted}
     self.label_names, source = labels.resolve_labels(
         s.label_list, s.output_dir, s.model.init_checkpoint, self.sentences.get("train"))
     if "train" in self.sentences:
@@ -165,7 +166,7 @@ class NerJob(FineTuningJob):
     s = self.settings
     path = self.cached_path(split)
     stamp = features.fingerprint(self.paths[split], self.label_names, s.model.max_seq_length,
-                                 s.doc_stride, s.tokenizer)
+                                 s.doc_stride, s.tokenizer, s.char_level)
     cached = split != "test" and features.is_fresh(path, stamp)
 
     def write():
@@ -243,7 +244,7 @@ class NerJob(FineTuningJob):
     from albert_tf.tasks.ner.export import export_ner_saved_model  # TF Serving ops: only here
     path = export_ner_saved_model(self.model, self.label_names, s.tokenizer,
                                   s.model.max_seq_length, s.export_dir, s.serving_precision,
-                                  doc_stride=s.doc_stride)
+                                  doc_stride=s.doc_stride, char_level=s.char_level)
     logger.info(f"Model exported to {path}.")
 
   # -- flow -------------------------------------------------------------------------------------

@@ -19,6 +19,9 @@ class NerSettings(FineTuningSettings):
     label_list: comma-separated tags in id order, or None (the checkpoint's, else the training
       set's).
     dropout_prob: dropout on the sequence output before the tagging layer.
+    char_level: split each word's CJK characters into words of their own, the tags spread over
+      them (data.char_level): training, predictions and metrics at character level; the
+      SavedModel splits raw text the same way.
 
   Raises:
     UsageError: a doc_stride, max_seq_length or batch size below 1 (a doc_stride of 0 would cut
@@ -29,6 +32,7 @@ class NerSettings(FineTuningSettings):
   doc_stride: int = 128
   label_list: Optional[str] = None
   dropout_prob: float = 0.1
+  char_level: bool = False
 
   def __post_init__(self):
     check_sizes(doc_stride=self.doc_stride, max_seq_length=self.model.max_seq_length,
