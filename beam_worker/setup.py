@@ -11,7 +11,7 @@ import os
 import setuptools
 
 # What create_pretraining_data imports (apache-beam itself is already on a Beam worker).
-WORKER_REQUIREMENTS = ("absl-py", "google-crc32c", "numpy", "sentencepiece")
+WORKER_REQUIREMENTS = ("absl-py", "google-crc32c", "numpy", "sentencepiece", "jieba")
 
 
 def pinned(names):
