@@ -18,6 +18,7 @@ from albert_tf import startup as _startup
 _LAZY = dict(
     _registry.models(),  # AlbertModel, AlbertPretrainer and each task's models (albert_tf.tasks)
     AlbertConfig="albert_tf.config",
+    AlbertPreprocessor="albert_tf.layers.preprocessor",
     load_checkpoint="albert_tf.checkpoints",
     load_original_checkpoint="albert_tf.checkpoints",
     save_hf_checkpoint="albert_tf.checkpoints",

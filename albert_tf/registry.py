@@ -18,6 +18,8 @@ CORE_MODELS = {"AlbertModel": "albert_tf.models.encoder",
 CORE_LAYERS = {name: "albert_tf.layers" for name in (
     "AlbertAttention", "AlbertEmbeddings", "AttentionFFNBlock", "Dense", "MaskedLMHead",
     "PooledLogits", "Pooler", "SharedTransformer", "SpanLogits", "SquadV2Head")}
+# Not imported by albert_tf.layers: it loads tensorflow-text, which the model layers do not need.
+CORE_LAYERS["AlbertPreprocessor"] = "albert_tf.layers.preprocessor"
 
 
 def task_packages():

@@ -31,6 +31,8 @@ EXPECTED = {
     "export_saved_model": ["--init_checkpoint", "--export_dir", "--serving_precision"],
     "export_tflite": ["--init_checkpoint", "--output_file", "--quantize"],
     "export_onnx": ["--init_checkpoint", "--output_file", "--quantize", "--opset"],
+    "export_tfhub": ["--export_type", "--export_path", "--default_seq_length",
+                     "--init_checkpoint", "--spm_model_file", "--vocab_file"],
 }
 
 # What an `albert-*` script does (pip's console-script wrapper: its __main__ is not the

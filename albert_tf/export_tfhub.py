@@ -1,0 +1,117 @@
+"""Exports an ALBERT checkpoint, or its tokenizer, as a TF Hub-format SavedModel: what Model
+Garden's export_tfhub wrote for albert_en_base/3 and albert_en_preprocess/3, so that code
+written against those (tensorflow_hub.load, hub.KerasLayer, Keras 3's TFSMLayer, TF Serving)
+runs on your checkpoint.
+
+  python -m albert_tf.export_tfhub --export_type=model --albert_config_file=albert_config.json \
+      --init_checkpoint=model.ckpt-best --spm_model_file=30k-clean.model --export_path=hub/encoder
+  python -m albert_tf.export_tfhub --export_type=preprocessing \
+      --spm_model_file=30k-clean.model --default_seq_length=128 --export_path=hub/preprocess
+
+--export_type=model_with_mlm adds the `.mlm` object (MLM logits). --init_checkpoint is any layout
+we read (the released TF1 one, ours, a Hugging Face directory, whose config.json and
+spiece.model are then the defaults of --albert_config_file and --spm_model_file).
+--export_type=preprocessing needs only the tokenizer flags. saved_model.pb lands directly in
+--export_path (no version folder), written atomically; see albert_tf.export.tfhub and
+albert_tf.export.tfhub_preprocessing for the interfaces.
+"""
+
+from absl import app, flags
+
+from albert_tf import cli
+
+from albert_tf.startup import quiet_tensorflow_startup
+
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("export_type", "model", ["model", "model_with_mlm", "preprocessing"],
+                  "What to export: the encoder (model), the encoder with its `.mlm` object "
+                  "(model_with_mlm), or the text preprocessing (preprocessing).")
+flags.DEFINE_string("export_path", None,
+                    "The SavedModel's directory (absent or empty); saved_model.pb goes there.")
+flags.DEFINE_integer("default_seq_length", 128,
+                     "preprocessing: the length of the root call's outputs and the default "
+                     "seq_length of bert_pack_inputs.")
+flags.DEFINE_string("albert_config_file", None,
+                    "The model's albert_config.json. Default: the config.json of a Hugging Face "
+                    "--init_checkpoint directory.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Checkpoint to export (prefix or directory; ours, the original layout or a "
+                    "Hugging Face directory).")
+flags.DEFINE_string("spm_model_file", None,
+                    "The SentencePiece model (shipped as the sp_model_file asset). Default: the "
+                    "spiece.model of a Hugging Face --init_checkpoint directory.")
+flags.DEFINE_string("vocab_file", None,
+                    "A WordPiece vocab.txt (shipped as the vocab_file asset), for models without "
+                    "a SentencePiece model; used when --spm_model_file is not given.")
+flags.DEFINE_bool("do_lower_case", True, "Whether the text is lower-cased before tokenization.")
+# Model Garden's export_tfhub names.
+flags.DEFINE_alias("sp_model_file", "spm_model_file")
+flags.DEFINE_alias("model_checkpoint_path", "init_checkpoint")
+flags.DEFINE_alias("bert_config_file", "albert_config_file")
+
+
+def tokenizer_files():
+  """(spm_model_file, vocab_file) from the flags, spiece.model of an HF --init_checkpoint
+  directory by default. Raises UsageError when neither is known."""
+  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
+  spm_model_file = FLAGS.spm_model_file or (
+      None if FLAGS.vocab_file else hf.companion_file(FLAGS.init_checkpoint, hf.SPM_NAME))
+  if not spm_model_file and not FLAGS.vocab_file:
+    raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
+                         "directory with spiece.model), or --vocab_file for a WordPiece model")
+  return spm_model_file, (None if spm_model_file else FLAGS.vocab_file)
+
+
+def export_preprocessing(spm_model_file, vocab_file):
+  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.tfhub import save_hub_model
+  from albert_tf.export.tfhub_preprocessing import HubPreprocessor
+  # pylint: enable=import-outside-toplevel
+  if FLAGS.default_seq_length < 3:
+    raise app.UsageError(f"--default_seq_length={FLAGS.default_seq_length}: a packed pair needs "
+                         "at least 3 positions ([CLS] and two [SEP]); give 3 or more")
+  root = HubPreprocessor(spm_model_file, vocab_file, FLAGS.do_lower_case,
+                         FLAGS.default_seq_length)
+  return save_hub_model(root, FLAGS.export_path)
+
+
+def export_encoder(spm_model_file, vocab_file):
+  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import hf, load_checkpoint
+  from albert_tf.export.tfhub import HubEncoder, check_mlm_head, save_hub_model
+  from albert_tf.models import AlbertModel, AlbertPretrainer
+  # pylint: enable=import-outside-toplevel
+  config, config_file = hf.model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+  with_mlm = FLAGS.export_type == "model_with_mlm"
+  model = AlbertPretrainer(config) if with_mlm else AlbertModel(config)
+  report = load_checkpoint(model, FLAGS.init_checkpoint)
+  print(f"loaded {FLAGS.init_checkpoint}: {report}")
+  if with_mlm:
+    check_mlm_head(report, FLAGS.init_checkpoint)
+  if any(name.startswith("bert/pooler/") for name in report.missing):
+    print(f"WARNING: {FLAGS.init_checkpoint} has no pooler (as HF's AlbertForQuestionAnswering): "
+          "pooled_output is computed by freshly initialised weights")
+  root = HubEncoder(model, spm_model_file, vocab_file, FLAGS.do_lower_case, config_file)
+  return save_hub_model(root, FLAGS.export_path)
+
+
+def main(argv):
+  del argv
+  quiet_tensorflow_startup()  # before anything imports TensorFlow
+  if FLAGS.export_type != "preprocessing" and not FLAGS.init_checkpoint:
+    raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint")
+  spm_model_file, vocab_file = tokenizer_files()
+  if FLAGS.export_type == "preprocessing":
+    path = export_preprocessing(spm_model_file, vocab_file)
+  else:
+    path = export_encoder(spm_model_file, vocab_file)
+  print(f"exported {path}")
+
+
+def run():
+  """The entry point (`python -m albert_tf.export_tfhub`, `albert-export-tfhub`)."""
+  cli.run(main, required_flags=("export_path",))
+
+
+if __name__ == "__main__":
+  run()
