@@ -53,8 +53,12 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   (`output_weights` [labels, H]) is written as AlbertForSequenceClassification, RACE's
   multiple-choice head as AlbertForMultipleChoice, a SQuAD v1 span head as
   AlbertForQuestionAnswering, a run_ner tagger (a classifier's head with its tag names beside
-  it: label_list.txt, or an HF config's id2label) as AlbertForTokenClassification, the pretraining heads as AlbertForPreTraining, an encoder alone
-  (or head="none") as AlbertModel. A head transformers has no class for (SQuAD 2.0's) is refused,
+  it: label_list.txt, or an HF config's id2label) as AlbertForTokenClassification, the
+  pretraining heads as AlbertForPreTraining, an encoder alone (or head="none") as AlbertModel. A
+  classifier's config.json gets its problem_type and, from an own-data run's
+  classifier_labels.json beside the checkpoint, its label names (a multi-label run's:
+  AlbertMultiLabelClassifier, problem_type multi_label_classification). Which class writes a head
+  is what the model classes declare (HF_HEAD, HF_ARCHITECTURE, HF_PROBLEM_TYPE: see AlbertTask). A head transformers has no class for (SQuAD 2.0's) is refused,
   as is a head the checkpoint lacks: nothing is written with random weights. The directory is
   assembled under a temporary name next to it and renamed into place, as export.released does.
 

@@ -95,13 +95,21 @@ class ClassifierJob(FineTuningJob):
                            drop_remainder=s.run.use_tpu, dynamic_length=s.dynamic_length,
                            seed=seed, input_context=input_context, shapes=shapes)
 
+  def head_outputs(self, logits, label_ids):
+    """The head's loss, probabilities and predictions (models.losses.classification_losses)."""
+    return classification_losses(logits, label_ids, self.regression)
+
+  def prediction_text(self, prediction):
+    """A prediction as submit_results.tsv writes it: the label's name (regression: the score)."""
+    return str(prediction) if self.regression else self.label_list[int(prediction)]
+
   def predict(self, path, batch_size):
     """Per-example probabilities, predictions, per_example_loss, label_ids, is_real_example,
     in file order."""
     if not hasattr(self, "_predict"):
       def fn(features):
-        out = classification_losses(self.model(features, training=False)["logits"],
-                                    features["label_ids"], self.regression)
+        out = self.head_outputs(self.model(features, training=False)["logits"],
+                                features["label_ids"])
         return {"probabilities": out["probabilities"], "predictions": out["predictions"],
                 "per_example_loss": out["per_example_loss"],
                 "label_ids": features["label_ids"],
@@ -126,9 +134,7 @@ class ClassifierJob(FineTuningJob):
     test_lines, submit_lines = [], ["index\tprediction"]
     for i, example in enumerate(examples):
       test_lines.append("\t".join(str(p) for p in out["probabilities"][i]))
-      prediction = out["predictions"][i]
-      label = str(prediction) if self.regression else self.label_list[int(prediction)]
-      submit_lines.append(f"{example.guid}\t{label}")
+      submit_lines.append(f"{example.guid}\t{self.prediction_text(out['predictions'][i])}")
     if self.chief:
       for name, lines in (("test_results.tsv", test_lines),
                           ("submit_results.tsv", submit_lines)):

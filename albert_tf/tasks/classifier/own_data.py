@@ -121,7 +121,7 @@ def read_rows(path, data_format, headerless=False):
   return rows
 
 
-def _field(row, column, where):
+def _field(row, column):
   """row's value of column, or None when the row has no such field."""
   if isinstance(row, list):
     index = int(column)
@@ -169,7 +169,7 @@ class OwnDataProcessor(TextProcessor):
     if not rows:
       raise errors.DataFormatError(f"{path} has no rows: give the {split} set's examples")
     # A test file may come without labels: every row then has none.
-    labelled = split != "test" or _field(rows[0][1], spec.label_column, path) is not None
+    labelled = split != "test" or _field(rows[0][1], spec.label_column) is not None
     read = []
     for index, (line, row) in enumerate(rows):
       where = f"{path}:{line}"
@@ -178,7 +178,7 @@ class OwnDataProcessor(TextProcessor):
         if column is None:
           texts.append(None)
           continue
-        value = _field(row, column, where)
+        value = _field(row, column)
         if value is None:
           raise _missing(where, column, row)
         if not isinstance(value, str):
@@ -187,7 +187,7 @@ class OwnDataProcessor(TextProcessor):
           raise errors.DataFormatError(f"{where}: column {column!r} is empty: give every row a "
                                        "text (or drop the row)")
         texts.append(self.process_text(value))
-      label = self._label(_field(row, spec.label_column, where), where, row) if labelled else None
+      label = self._label(_field(row, spec.label_column), where, row) if labelled else None
       read.append((line, InputExample(guid=str(index), text_a=texts[0], text_b=texts[1],
                                       label=label)))
     self._read[split] = read

@@ -10,9 +10,8 @@ import tensorflow as tf
 
 from albert_tf import labels
 from albert_tf.finetuning.evaluation import batch_means
-from albert_tf.finetuning.inputs import EXAMPLE_INDEX, classifier_features
+from albert_tf.finetuning.inputs import classifier_features
 from albert_tf.finetuning.metrics import key_metric, multi_label_eval_metrics
-from albert_tf.io import write_text_atomically
 from albert_tf.models import AlbertClassifier
 from albert_tf.tasks.classifier import own_data
 from albert_tf.tasks.classifier.features import file_based_convert_examples_to_features
@@ -92,20 +91,10 @@ class OwnDataJob(ClassifierJob):
       spec["label_ids"] = tf.io.FixedLenFeature([len(self.label_list)], tf.int64)
     return spec, None
 
-  def predict(self, path, batch_size):
-    if not self.multi_label:
-      return super().predict(path, batch_size)
-    if not hasattr(self, "_predict"):
-      def fn(features):
-        out = multi_label_losses(self.model(features, training=False)["logits"],
-                                 features["label_ids"], self.settings.threshold)
-        return {"probabilities": out["probabilities"], "predictions": out["predictions"],
-                "per_example_loss": out["per_example_loss"],
-                "label_ids": features["label_ids"],
-                "is_real_example": features["is_real_example"],
-                EXAMPLE_INDEX: features[EXAMPLE_INDEX]}
-      self._predict = self.predictor(fn)
-    return self._predict(self.dataset(path, batch_size, is_training=False))
+  def head_outputs(self, logits, label_ids):
+    if self.multi_label:
+      return multi_label_losses(logits, label_ids, self.settings.threshold)
+    return super().head_outputs(logits, label_ids)
 
   def metrics(self, out, batch_size):
     if not self.multi_label:
@@ -114,27 +103,13 @@ class OwnDataJob(ClassifierJob):
                                     out["per_example_loss"], out["is_real_example"],
                                     batch_means(out["per_example_loss"], batch_size))
 
-  def write_predictions(self, predict_file, examples):
-    """test_results.tsv (each row's probabilities) and submit_results.tsv (index, then the
-    predicted label's name; multi-label: the names over --threshold, joined by the label
-    separator; regression: the score), one line per row of the test file."""
+  def prediction_text(self, prediction):
+    """The predicted label's name; multi-label: the names over --threshold, joined by the label
+    separator (or ","); regression: the score."""
     if not self.multi_label:
-      return super().write_predictions(predict_file, examples)
-    out = self.predict(predict_file, self.settings.predict_batch_size)
+      return super().prediction_text(prediction)
     separator = self.settings.label_separator or ","
-    test_lines, submit_lines = [], ["index\tprediction"]
-    for i, example in enumerate(examples):
-      test_lines.append("\t".join(str(p) for p in out["probabilities"][i]))
-      chosen = [name for name, on in zip(self.label_list, out["predictions"][i]) if on]
-      submit_lines.append(f"{example.guid}\t{separator.join(chosen)}")
-    if self.chief:
-      for name, lines in (("test_results.tsv", test_lines),
-                          ("submit_results.tsv", submit_lines)):
-        write_text_atomically(os.path.join(self.settings.output_dir, name),
-                              "\n".join(lines) + "\n")
-      logger.info(f"wrote predictions of {len(test_lines)} examples to test_results.tsv and "
-                  "submit_results.tsv")
-    return None
+    return separator.join(name for name, on in zip(self.label_list, prediction) if on)
 
   def is_pair(self):
     return self.processor.spec.pair
