@@ -323,3 +323,30 @@ def test_settings_need_the_files_of_the_splits_asked_for(tmp_path):
     _settings(tmp_path, train_file="t.csv", do_train=True, do_eval=True)
   with pytest.raises(errors.UsageError, match="by its extension .txt"):
     own_data.file_format("data.txt")
+
+
+def test_classifier_hf_config_has_its_label_names_and_problem_type(tmp_path):
+  # pylint: disable=import-outside-toplevel
+  import albert_tf
+  from albert_tf.checkpoints import hf
+  from albert_tf.tasks.classifier.multilabel import AlbertMultiLabelClassifier
+  # pylint: enable=import-outside-toplevel
+  config = albert_tf.AlbertConfig.from_json_file(CONFIG)
+  cases = [(albert_tf.AlbertClassifier(config, label_names=["neg", "pos"]),
+            "single_label_classification", {"0": "neg", "1": "pos"}),
+           (albert_tf.AlbertClassifier(config, 1), "regression", {"0": "LABEL_0"}),
+           (AlbertMultiLabelClassifier(config, 2, label_names=["a", "b"]),
+            "multi_label_classification", {"0": "a", "1": "b"})]
+  for i, (model, problem_type, id2label) in enumerate(cases):
+    written = json.loads(open(os.path.join(hf.save_hf_checkpoint(model, str(tmp_path / str(i))),
+                                           "config.json")).read())
+    assert written["architectures"] == ["AlbertForSequenceClassification"]
+    assert (written["problem_type"], written["id2label"]) == (problem_type, id2label)
+  # The heads' declaration gives the original names and output shapes, as before the seam.
+  model = cases[2][0]
+  assert sorted(n for n in model.original_variables() if not n.startswith("bert/")) == [
+      "output_bias", "output_weights"]
+  assert model.compute_output_shape({"input_ids": (3, 7)})["logits"] == (3, 2)
+  assert sorted(model.checkpoint_parts()) == ["classifier", "encoder"]
+  again = AlbertMultiLabelClassifier.from_config(model.get_config())
+  assert again.label_names == ["a", "b"] and again.num_labels == 2

@@ -87,10 +87,9 @@ def read_rows(path, data_format, headerless=False):
   a headerless CSV/TSV, a list of fields. The line is where the row starts (1-based)."""
   if not io.exists(path):
     raise errors.DataFormatError(f"data file not found: {path}")
-  text = io.read_text(path)
   if data_format == "jsonl":
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(io.read_text(path).splitlines(), 1):
       if not line.strip():
         continue
       try:
@@ -104,7 +103,12 @@ def read_rows(path, data_format, headerless=False):
       rows.append((number, row))
     return rows
   options = {"delimiter": "\t", "quotechar": None} if data_format == "tsv" else {}
-  reader = csv.reader(text.splitlines(keepends=True), **options)
+  # newline="" as GLUE's reader (data.read_tsv): the csv module splits the lines itself.
+  with io.open_text(path, newline="") as f:
+    return _csv_rows(csv.reader(f, **options), headerless)
+
+
+def _csv_rows(reader, headerless):
   rows, start, header = [], 1, None
   for fields in reader:
     number, start = start, reader.line_num + 1
@@ -115,8 +119,8 @@ def read_rows(path, data_format, headerless=False):
     elif header is None:
       header = fields
     else:
-      # Missing trailing fields are absent (a missing-column error names them); extra ones are
-      # kept under None, as csv.DictReader does.
+      # Missing trailing fields are absent (a missing-column error names them); fields past
+      # the header's are not read.
       rows.append((number, dict(zip(header, fields))))
   return rows
 
