@@ -350,3 +350,12 @@ def test_classifier_hf_config_has_its_label_names_and_problem_type(tmp_path):
   assert sorted(model.checkpoint_parts()) == ["classifier", "encoder"]
   again = AlbertMultiLabelClassifier.from_config(model.get_config())
   assert again.label_names == ["a", "b"] and again.num_labels == 2
+
+
+def test_the_single_label_csv_sample_reads(tmp_path, tokenizer):
+  spec = own_data.OwnDataSpec(files={"train": os.path.join(OWN, "reviews.csv")},
+                              text_column="sentence")
+  names, got = _features(spec, "train", tokenizer, tmp_path)
+  assert names == ["code", "prose"] and len(got) == 16
+  quoted = [r for r in csv.DictReader(open(os.path.join(OWN, "reviews.csv"), encoding="utf-8"))]
+  assert [r["label_ids"] for r in got] == [[names.index(r["label"])] for r in quoted]
