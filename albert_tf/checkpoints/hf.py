@@ -82,19 +82,6 @@ _FIXED = {
     "cls/squad/output_bias": ("qa_outputs.bias", False, False),
 }
 
-# Our model class -> the transformers class whose checkpoint has the same weights.
-ARCHITECTURES = {
-    "AlbertModel": "AlbertModel",
-    "AlbertPretrainer": "AlbertForPreTraining",
-    "AlbertClassifier": "AlbertForSequenceClassification",
-    "AlbertMultipleChoice": "AlbertForMultipleChoice",
-    "AlbertSpanLabeler": "AlbertForQuestionAnswering",
-    "AlbertTokenClassifier": "AlbertForTokenClassification",
-}
-# transformers builds these without the pooler: their checkpoints have none.
-_NO_POOLER = ("AlbertForQuestionAnswering", "AlbertForTokenClassification")
-
-
 def hf_key(name, encoder_prefix=_PREFIX):
   """The HF key of an original variable name, and whether its value is transposed.
 
@@ -284,7 +271,7 @@ def _check_encoder(targets, sources, path, init_from_group0):
 
 def hf_tensors(model):
   """{HF key: float32 array} of the model's weights, as transformers' save_pretrained writes
-  them for the matching architecture (see ARCHITECTURES).
+  them for the matching architecture (the model class's HF_ARCHITECTURE).
 
   Args:
     model: AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice or
@@ -300,9 +287,10 @@ def hf_tensors(model):
   kind = architecture(model)
   model.config.check_hf_can_hold()
   prefix = "" if kind == "AlbertModel" else _PREFIX
+  pooler = getattr(model, "HF_POOLER", True)
   tensors = {}
   for name, variable in layout.original_variable_map(model).items():
-    if kind in _NO_POOLER and name.startswith("bert/pooler/"):
+    if not pooler and name.startswith("bert/pooler/"):
       continue
     key, transposed = hf_key(name, prefix)
     value = variable.numpy().astype(np.float32)
@@ -316,16 +304,18 @@ def hf_tensors(model):
 
 
 def architecture(model):
-  """The transformers class name matching `model` (see ARCHITECTURES).
+  """The transformers class name matching `model`: its class's HF_ARCHITECTURE (each model
+  declares its own; see albert_tf.models.AlbertTask).
 
   Raises:
     TypeError: for a model transformers has no counterpart of (naming it).
   """
-  for cls in type(model).__mro__:
-    if cls.__name__ in ARCHITECTURES:
-      return ARCHITECTURES[cls.__name__]
-  raise TypeError(f"no Hugging Face architecture is known for {type(model).__name__}: export an "
-                  f"{', '.join(ARCHITECTURES)}")
+  kind = getattr(model, "HF_ARCHITECTURE", None)
+  if kind is None:
+    raise TypeError(f"no Hugging Face architecture is known for {type(model).__name__}: export a "
+                    "model whose class declares HF_ARCHITECTURE (AlbertModel, AlbertPretrainer, "
+                    "AlbertClassifier, AlbertMultipleChoice, AlbertSpanLabeler, a task's model)")
+  return kind
 
 
 def write_safetensors(tensors, path):
@@ -346,8 +336,8 @@ def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optio
   atomically.
 
   Args:
-    model: AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice or
-      AlbertSpanLabeler (see ARCHITECTURES).
+    model: AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice,
+      AlbertSpanLabeler or a task's model: any whose class declares HF_ARCHITECTURE.
     directory: the directory to write (created if missing); any TF file system.
     spm_model_file: the SentencePiece model the checkpoint was trained with, or None.
     do_lower_case: whether the tokenizer lower-cases text (the released models do).
@@ -363,19 +353,15 @@ def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optio
   kind = architecture(model)
   tensors = hf_tensors(model)
   io.makedirs(directory)
-  num_labels = getattr(model, "num_labels", None)
-  if kind == "AlbertForMultipleChoice":
-    num_labels = None  # one score per choice, whatever the config's num_labels
-  config = model.config.to_hf_config(architecture=kind, num_labels=num_labels)
-  if kind == "AlbertForMultipleChoice":
-    # As transformers writes it: no labels (a config's num_labels, e.g. an HF classifier's the
-    # model started from, would read as classes).
-    config.pop("id2label", None)
-    config.pop("label2id", None)
-  label_names = getattr(model, "label_names", None)
-  if label_names:  # a tagger's tags, which transformers' pipelines report by name
-    config["id2label"] = {str(i): name for i, name in enumerate(label_names)}
-    config["label2id"] = {name: i for i, name in enumerate(label_names)}
+  config = model.config.to_hf_config(architecture=kind,
+                                     num_labels=getattr(model, "num_labels", None))
+  # The head's own fields (its label names, problem_type; None drops one), as the task declares.
+  hook = getattr(model, "hf_config_fields", None)
+  for field, value in (hook() if hook else {}).items():
+    if value is None:
+      config.pop(field, None)
+    else:
+      config[field] = value
   write_safetensors(tensors, os.path.join(directory, WEIGHTS_NAME))
   if spm_model_file:
     io.copy(spm_model_file, os.path.join(directory, SPM_NAME))

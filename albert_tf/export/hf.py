@@ -9,31 +9,37 @@ import re
 from albert_tf import errors, io, labels, registry
 from albert_tf.checkpoints import hf, layout, load_checkpoint, original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
-from albert_tf.models import (AlbertClassifier, AlbertModel, AlbertMultipleChoice,
-                              AlbertPretrainer, AlbertSpanLabeler, AlbertSquadV2)
+from albert_tf.models import AlbertModel, AlbertPretrainer
 from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
 
+def _head_classes():
+  """{(head, problem_type): model class} of every model that declares an HF_HEAD (the core
+  models and each task's, through the registry: export/ sits below the tasks, so it holds no list
+  of them). problem_type None is the head's default class."""
+  classes = {}
+  for name, module in registry.models().items():
+    cls = getattr(importlib.import_module(module), name)
+    head = getattr(cls, "HF_HEAD", None)
+    if head is not None:
+      key = (head, getattr(cls, "HF_PROBLEM_TYPE", None))
+      # A subclass (AlbertMultipleChoice of AlbertClassifier) declares its own head: the first
+      # class to declare a key is the one that defines it.
+      if key not in classes or issubclass(classes[key], cls):
+        classes[key] = cls
+  return classes
+
+
+_CLASSES = _head_classes()
 # --head: the head to write (auto: the checkpoint's), and the transformers class of each.
-HEADS = {"auto": None, "none": "AlbertModel", "pretraining": "AlbertForPreTraining",
-         "classifier": "AlbertForSequenceClassification",
-         "multiple_choice": "AlbertForMultipleChoice", "squad_v1": "AlbertForQuestionAnswering",
-         "token_classifier": labels.TAGGER_ARCHITECTURE, "squad_v2": None}
+HEADS = {"auto": None, **{head: cls.HF_ARCHITECTURE for (head, problem), cls in _CLASSES.items()
+                          if problem is None}}
 # transformers classes -> the head whose weights they hold.
-_HF_HEADS = {"AlbertModel": "none", "AlbertForPreTraining": "pretraining",
-             "AlbertForMaskedLM": "pretraining",
-             "AlbertForSequenceClassification": "classifier",
-             "AlbertForMultipleChoice": "multiple_choice",
-             "AlbertForQuestionAnswering": "squad_v1",
-             labels.TAGGER_ARCHITECTURE: "token_classifier"}
+_HF_HEADS = {arch: head for (head, problem), cls in _CLASSES.items() if problem is None
+             for arch in (cls.HF_ARCHITECTURE, *getattr(cls, "HF_ALIASES", ())) if arch}
 # Each head's weights (other than the encoder's), by the first part of their names in each
 # layout: the released one (top-level names), ours (object paths), Hugging Face's (keys).
-_HEAD_NAMES = {
-    "pretraining": ("cls/predictions", "cls/seq_relationship", "masked_lm", "sentence_order",
-                    "predictions", "sop_classifier"),
-    "classifier": ("output_weights", "output_bias", "classifier"),  # a tagger's too
-    "squad_v1": ("cls/squad", "span_logits", "qa_outputs"),
-    "squad_v2": ("start_logits", "end_logits", "answer_class", "squad_v2_head"),
-}
+_HEAD_NAMES = {head: cls.HEAD_SCOPES for (head, problem), cls in _CLASSES.items()
+               if problem is None and getattr(cls, "HEAD_SCOPES", ())}
 _ENCODER_NAMES = ("bert", "encoder", "albert", "embeddings", "pooler")
 _WHAT_TO_DO = ("export its encoder alone with --head=none (AlbertModel), or keep the head with "
                "--format=released (the original layout)")
@@ -47,8 +53,12 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   (`output_weights` [labels, H]) is written as AlbertForSequenceClassification, RACE's
   multiple-choice head as AlbertForMultipleChoice, a SQuAD v1 span head as
   AlbertForQuestionAnswering, a run_ner tagger (a classifier's head with its tag names beside
-  it: label_list.txt, or an HF config's id2label) as AlbertForTokenClassification, the pretraining heads as AlbertForPreTraining, an encoder alone
-  (or head="none") as AlbertModel. A head transformers has no class for (SQuAD 2.0's) is refused,
+  it: label_list.txt, or an HF config's id2label) as AlbertForTokenClassification, the
+  pretraining heads as AlbertForPreTraining, an encoder alone (or head="none") as AlbertModel. A
+  classifier's config.json gets its problem_type and, from an own-data run's
+  classifier_labels.json beside the checkpoint, its label names (a multi-label run's:
+  AlbertMultiLabelClassifier, problem_type multi_label_classification). Which class writes a head
+  is what the model classes declare (HF_HEAD, HF_ARCHITECTURE, HF_PROBLEM_TYPE: see AlbertTask). A head transformers has no class for (SQuAD 2.0's) is refused,
   as is a head the checkpoint lacks: nothing is written with random weights. The directory is
   assembled under a temporary name next to it and renamed into place, as export.released does.
 
@@ -115,12 +125,13 @@ def model_for_checkpoint(config, checkpoint, head="auto"):
     head, num_labels = checkpoint_head(checkpoint)
   else:
     num_labels = _classifier_labels(_head_shapes(checkpoint)[0]) or 1
-  build = {"none": AlbertPretrainer, "pretraining": AlbertPretrainer,
-           "squad_v1": AlbertSpanLabeler, "squad_v2": AlbertSquadV2,
-           "classifier": lambda c: AlbertClassifier(c, num_labels=num_labels),
-           "multiple_choice": AlbertMultipleChoice,
-           "token_classifier": lambda c: _tagger(c, checkpoint, num_labels)}[head]
-  return head, build(config)
+  if head == "none":
+    return head, AlbertPretrainer(config)  # its encoder is the AlbertModel to write
+  saved = labels.checkpoint_classifier_labels(checkpoint) or {}
+  # A head shared by classes of one set of weights (a classifier: single-label, regression,
+  # multi-label) is told by the problem_type saved beside the checkpoint.
+  cls = _CLASSES.get((head, saved.get("problem_type"))) or _CLASSES[(head, None)]
+  return head, cls.for_export(config, checkpoint, num_labels)
 
 
 def checkpoint_head(checkpoint):
@@ -175,14 +186,6 @@ def _tag_names(checkpoint, num_labels):
   return names if names and len(names) == num_labels else None
 
 
-def _tagger(config, checkpoint, num_labels):
-  """The token classifier (run_ner's model, found through the registry: export/ sits below the
-  tasks) with the tag names saved beside `checkpoint`."""
-  module = importlib.import_module(registry.models()["AlbertTokenClassifier"])
-  names = _tag_names(checkpoint, num_labels)
-  return module.AlbertTokenClassifier(config, num_labels=num_labels, label_names=names)
-
-
 def _under(name, scopes):
   return any(name == s or name.startswith(s + "/") or name.startswith(s + ".") for s in scopes)
 
@@ -222,10 +225,11 @@ def _head_shapes(checkpoint):
 _RUN_FILES = {
     "multiple_choice": ("race_train.tf_record", "race_dev.tf_record", "race_test.tf_record",
                         "predict_results.txt"),
-    "regression": ("sts-b_train.tf_record", "sts-b_eval.tf_record", "submit_results.tsv"),
+    "regression": ("sts-b_train.tf_record", "sts-b_eval.tf_record", "submit_results.tsv",
+                   labels.CLASSIFIER_LABEL_FILE),
     "token_classifier": ("ner_train.tf_record", "ner_eval.tf_record", "dev_predictions.txt",
                          "test_predictions.txt", "test_results.txt"),
-    "classifier": ("submit_results.tsv", "test_results.tsv"),
+    "classifier": ("submit_results.tsv", "test_results.tsv", labels.CLASSIFIER_LABEL_FILE),
 }
 # run_classifier's cached features, <task>_train.tf_record and <task>_eval.tf_record, for any GLUE
 # task (RACE's and run_ner's have their own names above).

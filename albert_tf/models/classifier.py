@@ -1,13 +1,13 @@
 """AlbertClassifier: the encoder plus the original's classification layer on the pooled output."""
 
 import keras
-import tensorflow as tf
 
+from albert_tf import labels
 from albert_tf.config import AlbertConfig
 from albert_tf.layers import PooledLogits
 from albert_tf.models.base import sequence_input_shapes
 from albert_tf.models.encoder import ENCODER_INPUTS, AlbertModel
-from albert_tf.models.task import AlbertTask
+from albert_tf.models.task import AlbertTask, TaskHead
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -25,6 +25,8 @@ class AlbertClassifier(AlbertTask):
     config: an `AlbertConfig`, its dict, or None to take `encoder.config`.
     num_labels: int >= 1. The number of classes; 1 for regression.
     dropout_rate: float. Dropout on the pooled output (training only); the original's is 0.1.
+    label_names: the name of each class (num_labels strings), or None; kept in the model's
+      config and written as id2label by the Hugging Face export.
     encoder: an `AlbertModel` whose variables to share (e.g. a pretrainer's `encoder`), or None
       to make one from `config`.
     **kwargs: passed to `keras.Model` (name, default "albert_classifier").
@@ -37,7 +39,8 @@ class AlbertClassifier(AlbertTask):
     The encoder's dict (see `AlbertModel`) plus `logits` float [B, num_labels].
 
   Raises:
-    ValueError: when num_labels is missing or < 1; as `AlbertTask` for `config` and `encoder`.
+    ValueError: when num_labels is missing or < 1, or label_names of another length; as
+      `AlbertTask` for `config` and `encoder`.
 
   Example:
 
@@ -61,14 +64,28 @@ class AlbertClassifier(AlbertTask):
   ((2, 3), (2,))
   """
 
+  HEADS = (TaskHead("classifier", reads="pooled_output", writes="logits"),)
+  HF_ARCHITECTURE = labels.SEQUENCE_ARCHITECTURE
+  HF_HEAD = "classifier"
+  # The weights are `output_weights`/`output_bias` (released), `classifier/...` (ours),
+  # `classifier.*` (HF): a tagger's and RACE's too, told apart by the files beside them.
+  HEAD_SCOPES = ("output_weights", "output_bias", "classifier")
+
   def __init__(self, config: AlbertConfig | dict | None = None, num_labels: int | None = None,
-               dropout_rate: float = 0.1, encoder: AlbertModel | None = None, **kwargs):
+               dropout_rate: float = 0.1, encoder: AlbertModel | None = None,
+               label_names=None, **kwargs):
     kwargs.setdefault("name", "albert_classifier")
+    if num_labels is None and label_names is not None:
+      num_labels = len(label_names)
     if num_labels is None or num_labels < 1:
       raise ValueError(f"{type(self).__name__}: num_labels must be an int >= 1 (1 for "
                        f"regression), got {num_labels!r}")
+    if label_names is not None and len(label_names) != num_labels:
+      raise ValueError(f"{type(self).__name__}: {len(label_names)} label_names for "
+                       f"num_labels={num_labels}; give one name per label")
     super().__init__(config, encoder, **kwargs)
     self.num_labels = num_labels
+    self.label_names = list(label_names) if label_names is not None else None
     self.dropout_rate = dropout_rate
     hidden_size = self.config.hidden_size
     self.dropout = keras.layers.Dropout(dropout_rate)
@@ -89,21 +106,23 @@ class AlbertClassifier(AlbertTask):
     outputs["logits"] = self.classifier(pooled)
     return outputs
 
-  def compute_output_shape(self, input_shape: dict) -> dict:
-    shapes = dict(self.encoder.compute_output_shape(input_shape))
-    shapes["logits"] = self.classifier.compute_output_shape(shapes["pooled_output"])
-    return shapes
+  def hf_config_fields(self) -> dict:
+    """id2label / label2id of label_names (if any) and transformers' problem_type (regression
+    for one label)."""
+    problem_type = labels.REGRESSION if self.is_regression else labels.SINGLE_LABEL
+    return dict(super().hf_config_fields(), problem_type=problem_type)
 
-  def original_variables(self) -> dict[str, tf.Variable]:
-    """{original name: variable}: `bert/...` plus the top-level `output_weights`, `output_bias`."""
-    names = self.encoder.original_variables()
-    names.update(self.classifier.original_variables())
-    return names
-
-  def checkpoint_parts(self) -> dict:
-    """`encoder` and `classifier`, as our checkpoints hold them."""
-    return {"encoder": self.encoder, "classifier": self.classifier}
+  @classmethod
+  def for_export(cls, config, checkpoint, num_labels):
+    """The classifier with the label names saved beside `checkpoint` when they fit its head."""
+    saved = labels.checkpoint_classifier_labels(checkpoint) or {}
+    names = saved.get("labels") or None
+    return cls(config, num_labels=num_labels,
+               label_names=names if names and len(names) == num_labels else None)
 
   def get_config(self) -> dict:
-    return dict(super().get_config(), num_labels=self.num_labels,
-                dropout_rate=self.dropout_rate)
+    config = dict(super().get_config(), num_labels=self.num_labels,
+                  dropout_rate=self.dropout_rate)
+    if self.label_names is not None:
+      config["label_names"] = self.label_names
+    return config

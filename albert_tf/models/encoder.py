@@ -63,6 +63,10 @@ class AlbertModel(ConfiguredModel):
   ['bert/embeddings/LayerNorm/beta', 'bert/embeddings/LayerNorm/gamma']
   """
 
+  HF_ARCHITECTURE = "AlbertModel"  # the Hugging Face seam (see AlbertTask)
+  HF_POOLER = True
+  HF_HEAD = "none"
+
   def __init__(self, config: AlbertConfig | dict, **kwargs):
     kwargs.setdefault("name", "albert")
     super().__init__(config, **kwargs)

@@ -35,6 +35,10 @@ class AlbertMultipleChoice(AlbertClassifier):
     ValueError: as `AlbertTask` for `config` and `encoder`.
   """
 
+  HF_ARCHITECTURE = "AlbertForMultipleChoice"
+  HF_HEAD = "multiple_choice"
+  HEAD_SCOPES = ()  # the classifier's names: told from a one-label classifier by its run's files
+
   def __init__(self, config: AlbertConfig | dict | None = None, num_choices: int = 4,
                dropout_rate: float = 0.1, encoder: AlbertModel | None = None, **kwargs):
     kwargs.setdefault("name", "albert_multiple_choice")
@@ -62,6 +66,16 @@ class AlbertMultipleChoice(AlbertClassifier):
     shapes = super().compute_output_shape({"input_ids": (flat, length)})
     shapes["logits"] = (batch, self.num_choices)
     return shapes
+
+  def hf_config_fields(self) -> dict:
+    """No labels, as transformers writes it: one score per choice (a config's num_labels, e.g.
+    an HF classifier's the model started from, would read as classes)."""
+    return {"id2label": None, "label2id": None}
+
+  @classmethod
+  def for_export(cls, config, checkpoint, num_labels):
+    del checkpoint, num_labels
+    return cls(config)
 
   def get_config(self) -> dict:
     config = super().get_config()

@@ -56,6 +56,12 @@ class AlbertPretrainer(AlbertTask):
   True
   """
 
+  HF_ARCHITECTURE = "AlbertForPreTraining"
+  HF_ALIASES = ("AlbertForMaskedLM",)
+  HF_HEAD = "pretraining"
+  HEAD_SCOPES = ("cls/predictions", "cls/seq_relationship", "masked_lm", "sentence_order",
+                 "predictions", "sop_classifier")
+
   def __init__(self, config: AlbertConfig | dict | None = None,
                encoder: AlbertModel | None = None, **kwargs):
     kwargs.setdefault("name", "albert_pretrainer")

@@ -33,6 +33,11 @@ class AlbertSpanLabeler(AlbertTask):
     ValueError: as `AlbertTask` for `config` and `encoder`.
   """
 
+  HF_ARCHITECTURE = "AlbertForQuestionAnswering"
+  HF_POOLER = False  # transformers builds its QA model without one
+  HF_HEAD = "squad_v1"
+  HEAD_SCOPES = ("cls/squad", "span_logits", "qa_outputs")
+
   def __init__(self, config: AlbertConfig | dict | None = None,
                encoder: AlbertModel | None = None, **kwargs):
     kwargs.setdefault("name", "albert_span_labeler")
@@ -92,6 +97,9 @@ class AlbertSquadV2(AlbertTask):
   Raises:
     ValueError: as `AlbertTask` for `config` and `encoder`.
   """
+
+  HF_HEAD = "squad_v2"  # transformers has no class for it: exports refuse it by this name
+  HEAD_SCOPES = ("start_logits", "end_logits", "answer_class", "squad_v2_head")
 
   def __init__(self, config: AlbertConfig | dict | None = None, start_n_top: int = 5,
                end_n_top: int = 5, dropout_rate: float = 0.1,

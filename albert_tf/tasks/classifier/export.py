@@ -17,13 +17,15 @@ import tensorflow as tf
 
 from albert_tf.export.saved_model import TokensServingModule
 from albert_tf.models.losses import classification_losses
+from albert_tf.tasks.classifier.multilabel import multi_label_losses
 
 
 class ClassifierServingModule(TokensServingModule):
   """Wraps an AlbertClassifier, its label names and the in-graph tokenizer for export."""
 
   def __init__(self, classifier, spm_model_file, label_list, pair, do_lower_case=True,
-               max_seq_length=128, threshold=None, vocab_file=None):
+               max_seq_length=128, threshold=None, vocab_file=None, multi_label=False,
+               label_separator=","):
     super().__init__(classifier, spm_model_file, do_lower_case, max_seq_length,
                      name="albert_classifier_serving", vocab_file=vocab_file)
     self.classifier = classifier
@@ -32,6 +34,10 @@ class ClassifierServingModule(TokensServingModule):
     self.threshold = (None if threshold is None or math.isnan(threshold)
                       else tf.constant(threshold, tf.float32))
     self.pair = pair
+    self.multi_label = multi_label
+    self.label_separator = label_separator
+    if multi_label and self.threshold is None:
+      self.threshold = tf.constant(0.5, tf.float32)
     if pair:
       self.serve_text = tf.function(
           self._serve_pair, input_signature=[tf.TensorSpec([None], tf.string, name="text"),
@@ -42,6 +48,8 @@ class ClassifierServingModule(TokensServingModule):
 
   def outputs(self, features):
     logits = tf.cast(self.classifier(features, training=False)["logits"], tf.float32)
+    if self.multi_label:
+      return self._multi_label_outputs(logits)
     labels = tf.zeros(tf.shape(logits)[:1], tf.float32 if self.regression else tf.int32)
     out = classification_losses(logits, labels, self.regression)
     result = {"probabilities": out["probabilities"], "predictions": out["predictions"]}
@@ -50,6 +58,14 @@ class ClassifierServingModule(TokensServingModule):
     if self.threshold is not None:
       result["threshold"] = self.threshold
     return result
+
+  def _multi_label_outputs(self, logits):
+    out = multi_label_losses(logits, tf.zeros(tf.shape(logits), tf.int32), self.threshold)
+    names = tf.broadcast_to(self.label_names, tf.shape(logits))
+    chosen = tf.ragged.boolean_mask(names, out["predictions"] > 0)
+    return {"probabilities": out["probabilities"], "predictions": out["predictions"],
+            "label": tf.strings.reduce_join(chosen, axis=-1, separator=self.label_separator),
+            "threshold": self.threshold}
 
   def _serve_single(self, text):
     return self.outputs(self.trimmed(self.pack_texts(text)))

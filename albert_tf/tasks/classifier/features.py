@@ -2,8 +2,8 @@
 with each batch trimmed to its longest real sequence.
 
 Feature records (the original's cached `<task>_train.tf_record` etc.): input_ids, input_mask,
-segment_ids int64 [max_seq_length]; label_ids int64 [1] (float [1] for regression);
-is_real_example int64 [1].
+segment_ids int64 [max_seq_length]; label_ids int64 [1] (float [1] for regression; multi-label:
+int64 [num_labels], 1 for each of the example's labels); is_real_example int64 [1].
 """
 
 import dataclasses
@@ -47,11 +47,14 @@ def pack_pair(tokenizer, tokens_a, tokens_b, max_seq_length):
   return (input_ids + [0] * pad, [1] * len(input_ids) + [0] * pad, segment_ids + [0] * pad)
 
 
-def convert_single_example(example, label_list, max_seq_length, tokenizer, regression=False):
-  """An InputExample (its texts already normalised by the processor) -> InputFeatures."""
+def convert_single_example(example, label_list, max_seq_length, tokenizer, regression=False,
+                           multi_label=False):
+  """An InputExample (its texts already normalised by the processor) -> InputFeatures; with
+  multi_label, example.label is a list of names and label_id their multi-hot [num_labels]."""
   if isinstance(example, PaddingInputExample):
     zeros = [0] * max_seq_length
-    return InputFeatures(list(zeros), list(zeros), list(zeros), 0, is_real_example=False)
+    return InputFeatures(list(zeros), list(zeros), list(zeros),
+                         [0] * len(label_list) if multi_label else 0, is_real_example=False)
   tokens_a = tokenizer.tokenize_preprocessed(example.text_a)
   tokens_b = tokenizer.tokenize_preprocessed(example.text_b) if example.text_b else None
   if tokens_b:
@@ -62,19 +65,21 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer, regre
   if regression:
     label_id = example.label
   else:
+    names = example.label if multi_label else [example.label]
     try:
-      label_id = label_list.index(example.label)
+      ids = [label_list.index(name) for name in names]
     except ValueError:
       raise errors.DataFormatError(
           f"example {example.guid} has label {example.label!r}, not one of the "
           f"task's labels {label_list}") from None
+    label_id = [int(i in ids) for i in range(len(label_list))] if multi_label else ids[0]
   return InputFeatures(input_ids, input_mask, segment_ids, label_id)
 
 
 def feature_record(feature, regression=False):
   """The serialized tf.train.Example, fields in the original's order."""
-  label = (float_feature([feature.label_id]) if regression
-           else int64_feature([feature.label_id]))
+  label_ids = feature.label_id if isinstance(feature.label_id, list) else [feature.label_id]
+  label = float_feature(label_ids) if regression else int64_feature(label_ids)
   return encode_example({
       "input_ids": int64_feature(feature.input_ids),
       "input_mask": int64_feature(feature.input_mask),
@@ -85,13 +90,14 @@ def feature_record(feature, regression=False):
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
-                                            output_file, regression=False):
-  """Writes the examples' features to output_file (atomically: complete or absent)."""
+                                            output_file, regression=False, multi_label=False):
+  """Writes the examples' features to output_file (atomically: complete or absent); multi_label:
+  label_ids multi-hot [num_labels]."""
   with AtomicTFRecordWriter(output_file) as writer:
     for i, example in enumerate(examples):
       if i % 10000 == 0:
         logger.info(f"Writing example {i} of {len(examples)}")
       feature = convert_single_example(example, label_list, max_seq_length, tokenizer,
-                                       regression)
+                                       regression, multi_label)
       writer.write(feature_record(feature, regression))
   return len(examples)

@@ -26,6 +26,12 @@ class ClassifierJob(FineTuningJob):
     if not (settings.do_train or settings.do_eval or settings.do_predict or settings.export_dir):
       raise UsageError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     super().__init__(settings)
+    self.setup_task()
+    logger.info(f"task {self.task_name}")
+
+  def setup_task(self):
+    """Sets the task's processor, label_list, regression and key_metric (a GLUE task's)."""
+    settings = self.settings
     self.task_name = settings.task_name.lower()
     if self.task_name == "ax" and (settings.do_train or settings.do_eval):
       raise UsageError("the ax (diagnostic) set has test data only: use --do_predict with an "
@@ -37,7 +43,6 @@ class ClassifierJob(FineTuningJob):
     self.label_list = self.processor.get_labels()
     self.regression = self.processor.regression
     self.key_metric = key_metric(self.task_name)
-    logger.info(f"task {self.task_name}")
 
   def make_processor(self):
     s = self.settings
@@ -90,13 +95,21 @@ class ClassifierJob(FineTuningJob):
                            drop_remainder=s.run.use_tpu, dynamic_length=s.dynamic_length,
                            seed=seed, input_context=input_context, shapes=shapes)
 
+  def head_outputs(self, logits, label_ids):
+    """The head's loss, probabilities and predictions (models.losses.classification_losses)."""
+    return classification_losses(logits, label_ids, self.regression)
+
+  def prediction_text(self, prediction):
+    """A prediction as submit_results.tsv writes it: the label's name (regression: the score)."""
+    return str(prediction) if self.regression else self.label_list[int(prediction)]
+
   def predict(self, path, batch_size):
     """Per-example probabilities, predictions, per_example_loss, label_ids, is_real_example,
     in file order."""
     if not hasattr(self, "_predict"):
       def fn(features):
-        out = classification_losses(self.model(features, training=False)["logits"],
-                                    features["label_ids"], self.regression)
+        out = self.head_outputs(self.model(features, training=False)["logits"],
+                                features["label_ids"])
         return {"probabilities": out["probabilities"], "predictions": out["predictions"],
                 "per_example_loss": out["per_example_loss"],
                 "label_ids": features["label_ids"],
@@ -121,9 +134,7 @@ class ClassifierJob(FineTuningJob):
     test_lines, submit_lines = [], ["index\tprediction"]
     for i, example in enumerate(examples):
       test_lines.append("\t".join(str(p) for p in out["probabilities"][i]))
-      prediction = out["predictions"][i]
-      label = str(prediction) if self.regression else self.label_list[int(prediction)]
-      submit_lines.append(f"{example.guid}\t{label}")
+      submit_lines.append(f"{example.guid}\t{self.prediction_text(out['predictions'][i])}")
     if self.chief:
       for name, lines in (("test_results.tsv", test_lines),
                           ("submit_results.tsv", submit_lines)):
@@ -132,11 +143,15 @@ class ClassifierJob(FineTuningJob):
       logger.info(f"wrote predictions of {len(test_lines)} examples to test_results.tsv and "
                   "submit_results.tsv")
 
+  def is_pair(self):
+    """Whether the task's examples are sentence pairs (the export then takes text_b)."""
+    return self.processor.spec.columns_for("test").text_b is not None
+
   def export(self):
     # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.classifier.export import ClassifierServingModule
     s = self.settings
-    pair = self.processor.spec.columns_for("test").text_b is not None
+    pair = self.is_pair()
     # The job's tokenizer: SentencePiece, or WordPiece when only --vocab_file is given.
     self.export_serving(ClassifierServingModule(
         self.serving_model(), s.tokenizer.spm_model_file, self.label_list, pair,

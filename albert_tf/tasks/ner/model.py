@@ -4,6 +4,7 @@ transformers' AlbertForTokenClassification."""
 import keras
 import tensorflow as tf
 
+from albert_tf import labels
 from albert_tf.config import AlbertConfig
 from albert_tf.layers import PooledLogits
 from albert_tf.models.base import sequence_input_shapes
@@ -53,6 +54,11 @@ class AlbertTokenClassifier(AlbertTask):
   (2, 4, 5)
   """
 
+  HF_ARCHITECTURE = labels.TAGGER_ARCHITECTURE
+  HF_POOLER = False  # transformers builds its token classifier without one
+  HF_HEAD = "token_classifier"
+  HEAD_SCOPES = ()  # a classifier's names: told apart by the tag names beside the checkpoint
+
   def __init__(self, config: AlbertConfig | dict | None = None, num_labels: int | None = None,
                dropout_rate: float = 0.1, label_names=None, encoder: AlbertModel | None = None,
                **kwargs):
@@ -76,6 +82,13 @@ class AlbertTokenClassifier(AlbertTask):
     self.dropout.build((None, None, hidden_size))
     self.classifier.build((None, None, hidden_size))
     self.build(sequence_input_shapes(ENCODER_INPUTS))
+
+  @classmethod
+  def for_export(cls, config, checkpoint, num_labels):
+    """The tagger with the tag names saved beside `checkpoint` when they name its outputs."""
+    names = labels.checkpoint_label_names(checkpoint)
+    return cls(config, num_labels=num_labels,
+               label_names=names if names and len(names) == num_labels else None)
 
   def call(self, inputs, training=False):
     outputs = dict(self.encoder(inputs, training=training))

@@ -1,0 +1,333 @@
+"""Your own classification data for run_classifier: CSV, TSV or JSON-lines files with named (or,
+headerless, numbered) columns, read into the GLUE path's InputExamples. No TensorFlow.
+
+Columns: --text_column, optional --text_b_column and --label_column name a CSV's or TSV's header
+fields or a JSON line's keys. A CSV or TSV file whose columns are all given as integers (0-based)
+is headerless: its first line is data. TSV is read as GLUE's files are (tab-separated, no
+quoting), CSV with the csv module's quoting, JSONL one JSON object a line (blank lines skipped).
+
+Labels: single-label (a string per row), multi-label (a JSON list, or a string joined by
+--label_separator; an empty string is no label) or regression (--label_type=float). A test file
+may have no label column. A bad row (a missing column, an empty text, an unknown label, a score
+that is not a number) is a DataFormatError naming the file and its line.
+"""
+
+import csv
+import dataclasses
+import json
+import os
+from typing import Optional
+
+from albert_tf import errors, io, labels
+from albert_tf.tasks.classifier.data import InputExample, TextProcessor
+
+FORMATS = ("csv", "tsv", "jsonl")
+_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+SPLITS = ("train", "dev", "test")
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnDataSpec:
+  """Where a run's own data is and how to read it (run_classifier's flags of the same names).
+
+  Args:
+    files: {split: path} of the splits given (train, dev, test).
+    text_column, text_b_column, label_column: header names or JSON keys; integers (as strings
+      of digits) for a headerless CSV/TSV.
+    data_format: one of FORMATS, or None to tell each file's by its extension.
+    label_type: "str" (classification) or "float" (regression).
+    label_separator: joins a row's labels in a multi-label string column, or None.
+    label_list: the label names in id order, or None (from the checkpoint or training set).
+  """
+  files: dict
+  text_column: str = "text"
+  text_b_column: Optional[str] = None
+  label_column: str = "label"
+  data_format: Optional[str] = None
+  label_type: str = "str"
+  label_separator: Optional[str] = None
+  label_list: Optional[tuple] = None
+
+  @property
+  def regression(self) -> bool:
+    return self.label_type == "float"
+
+  @property
+  def pair(self) -> bool:
+    return self.text_b_column is not None
+
+  def columns(self):
+    return [c for c in (self.text_column, self.text_b_column, self.label_column) if c is not None]
+
+  def headerless(self) -> bool:
+    """A CSV/TSV without a header: every column given as an index."""
+    return all(str(c).isdigit() for c in self.columns())
+
+
+def file_format(path, data_format=None):
+  """The format of `path`: data_format, else its extension's (.csv, .tsv, .jsonl, .ndjson).
+
+  Raises:
+    errors.UsageError: an unknown format or extension, naming the flag to give.
+  """
+  if data_format:
+    if data_format not in FORMATS:
+      raise errors.UsageError(f"--data_format={data_format}: one of {', '.join(FORMATS)}")
+    return data_format
+  extension = os.path.splitext(os.fspath(path))[1].lower()
+  if extension not in _EXTENSIONS:
+    raise errors.UsageError(
+        f"cannot tell the format of {path} by its extension {extension or '(none)'}: give "
+        f"--data_format ({', '.join(FORMATS)})")
+  return _EXTENSIONS[extension]
+
+
+def read_rows(path, data_format, headerless=False):
+  """[(line number, row)] of a data file: a row is a dict (header names or JSON keys) or, for
+  a headerless CSV/TSV, a list of fields. The line is where the row starts (1-based)."""
+  if not io.exists(path):
+    raise errors.DataFormatError(f"data file not found: {path}")
+  if data_format == "jsonl":
+    rows = []
+    for number, line in enumerate(io.read_text(path).splitlines(), 1):
+      if not line.strip():
+        continue
+      try:
+        row = json.loads(line)
+      except json.JSONDecodeError as e:
+        raise errors.DataFormatError(f"{path}:{number}: not a JSON object: {e}") from None
+      if not isinstance(row, dict):
+        raise errors.DataFormatError(
+            f"{path}:{number}: a JSON line must be an object with named fields, got "
+            f"{type(row).__name__}")
+      rows.append((number, row))
+    return rows
+  options = {"delimiter": "\t", "quotechar": None} if data_format == "tsv" else {}
+  # newline="" as GLUE's reader (data.read_tsv): the csv module splits the lines itself.
+  with io.open_text(path, newline="") as f:
+    return _csv_rows(csv.reader(f, **options), headerless)
+
+
+def _csv_rows(reader, headerless):
+  rows, start, header = [], 1, None
+  for fields in reader:
+    number, start = start, reader.line_num + 1
+    if not fields:
+      continue  # a blank line
+    if headerless:
+      rows.append((number, fields))
+    elif header is None:
+      header = fields
+    else:
+      # Missing trailing fields are absent (a missing-column error names them); fields past
+      # the header's are not read.
+      rows.append((number, dict(zip(header, fields))))
+  return rows
+
+
+def _field(row, column):
+  """row's value of column, or None when the row has no such field."""
+  if isinstance(row, list):
+    index = int(column)
+    return row[index] if index < len(row) else None
+  return row.get(column)
+
+
+def _missing(where, column, row):
+  have = (f"{len(row)} fields" if isinstance(row, list) else
+          f"fields {', '.join(map(str, row)) or '(none)'}")
+  return errors.DataFormatError(
+      f"{where}: no column {column!r} (the row has {have}): give each row that column, or the "
+      "column's name with --text_column / --text_b_column / --label_column")
+
+
+class OwnDataProcessor(TextProcessor):
+  """Reads an OwnDataSpec's files into InputExamples (guid: the row's index from 0).
+
+  Rows are read and checked once (read_split); labels are checked once the label names are
+  known (check_labels). An example's label is a name (single-label), a list of names
+  (multi-label) or a float (regression); unlabelled test rows get the first label, [] or 0.
+  """
+
+  def __init__(self, spec: OwnDataSpec, use_spm=True, do_lower_case=True):
+    super().__init__(use_spm, do_lower_case)
+    self.spec = spec
+    self._read = {}
+    self.multi_label = bool(spec.label_separator)
+
+  @property
+  def regression(self):
+    return self.spec.regression
+
+  def read_split(self, split):
+    """[(line, InputExample with its label as read)] of a split (cached)."""
+    if split in self._read:
+      return self._read[split]
+    spec, path = self.spec, self.spec.files[split]
+    data_format = file_format(path, spec.data_format)
+    headerless = data_format != "jsonl" and spec.headerless()
+    if data_format == "jsonl" and any(str(c).isdigit() for c in spec.columns()):
+      raise errors.UsageError(f"{path} is JSON lines: name its fields (--text_column=text), not "
+                              "column numbers")
+    rows = read_rows(path, data_format, headerless)
+    if not rows:
+      raise errors.DataFormatError(f"{path} has no rows: give the {split} set's examples")
+    # A test file may come without labels: every row then has none.
+    labelled = split != "test" or _field(rows[0][1], spec.label_column) is not None
+    read = []
+    for index, (line, row) in enumerate(rows):
+      where = f"{path}:{line}"
+      texts = []
+      for column in (spec.text_column, spec.text_b_column):
+        if column is None:
+          texts.append(None)
+          continue
+        value = _field(row, column)
+        if value is None:
+          raise _missing(where, column, row)
+        if not isinstance(value, str):
+          value = str(value)
+        if not value.strip():
+          raise errors.DataFormatError(f"{where}: column {column!r} is empty: give every row a "
+                                       "text (or drop the row)")
+        texts.append(self.process_text(value))
+      label = self._label(_field(row, spec.label_column), where, row) if labelled else None
+      read.append((line, InputExample(guid=str(index), text_a=texts[0], text_b=texts[1],
+                                      label=label)))
+    self._read[split] = read
+    return read
+
+  def _label(self, value, where, row):
+    spec = self.spec
+    if value is None:
+      raise _missing(where, spec.label_column, row)
+    if spec.regression:
+      try:
+        return float(value)
+      except (TypeError, ValueError):
+        raise errors.DataFormatError(
+            f"{where}: label {value!r} in column {spec.label_column!r} is not a number "
+            "(--label_type=float)") from None
+    if isinstance(value, list):
+      self.multi_label = True
+      return [str(v).strip() for v in value]
+    if isinstance(value, (dict, bool)) or value == "":
+      if value == "" and spec.label_separator:
+        return []
+      raise errors.DataFormatError(
+          f"{where}: label {value!r} in column {spec.label_column!r}: give a label name"
+          + (", a list of names" if not spec.label_separator else ""))
+    value = str(value).strip()
+    if spec.label_separator:
+      return [name.strip() for name in value.split(spec.label_separator) if name.strip()]
+    return value
+
+  def labels_of_training_set(self):
+    """The sorted label names of the train split."""
+    names = set()
+    for _, example in self.read_split("train"):
+      names.update(example.label if isinstance(example.label, list) else [example.label])
+    return sorted(names)
+
+  def check_labels(self, split, label_names):
+    """Refuses a row whose label is not one of label_names (file and line named)."""
+    if self.regression:
+      return
+    known = set(label_names)
+    for line, example in self.read_split(split):
+      if example.label is None:
+        continue
+      for name in (example.label if isinstance(example.label, list) else [example.label]):
+        if name not in known:
+          raise errors.DataFormatError(
+              f"{self.spec.files[split]}:{line}: unknown label {name!r} (the labels: "
+              f"{', '.join(label_names)}): fix the row, or give every label with --label_list")
+
+  def get_examples(self, data_dir, split):
+    """The split's InputExamples (data_dir unused: the spec names the files), unlabelled test
+    rows given the first label, no label (multi-label) or 0 (regression)."""
+    del data_dir
+    examples = []
+    for _, example in self.read_split(split):
+      if example.label is None:
+        example = dataclasses.replace(example, label=self._placeholder_label())
+      elif self.multi_label and isinstance(example.label, str):
+        example = dataclasses.replace(example, label=[example.label])  # one JSON label
+      examples.append(example)
+    return examples
+
+  def _placeholder_label(self):
+    if self.regression:
+      return 0.0
+    if self.multi_label:
+      return []
+    return self.label_names[0]
+
+  def problem_type(self):
+    if self.regression:
+      return labels.REGRESSION
+    return labels.MULTI_LABEL if self.multi_label else labels.SINGLE_LABEL
+
+
+def parse_label_list(value):
+  """--label_list: comma-separated names, kept in the order given, none twice."""
+  names = [name.strip() for name in value.split(",") if name.strip()]
+  if len(set(names)) != len(names):
+    raise errors.UsageError(f"--label_list={value} names a label twice")
+  return names
+
+
+def resolve_labels(processor, label_list, output_dir, init_checkpoint, training):
+  """(label names, problem_type, where they came from) of an own-data run, in this order:
+  --label_list, the output_dir being resumed (classifier_labels.json), the init checkpoint's
+  (classifier_labels.json beside it, an HF directory's id2label), the training set (sorted).
+  Names given or saved are checked against the checkpoint's (see labels.check_checkpoint_labels)
+  and every split's rows against the names.
+
+  Raises:
+    errors.DataFormatError: a row with a label not among them.
+    errors.CheckpointError: --label_list against the checkpoint's names.
+    errors.ResumeMismatchError: output_dir trained with other labels or another problem type.
+    errors.UsageError: no source at all (no --do_train, --label_list or labelled checkpoint).
+  """
+  saved = labels.read_classifier_labels(output_dir)
+  from_checkpoint = labels.checkpoint_classifier_labels(init_checkpoint)
+  for split in processor.spec.files:
+    processor.read_split(split)  # a JSON list of labels in any makes the run multi-label
+  if not training and any(found and found["problem_type"] == labels.MULTI_LABEL
+                          for found in (saved, from_checkpoint)):
+    processor.multi_label = True  # predicting with a multi-label model: its files may be bare
+  problem_type = processor.problem_type()
+  for source, found in ((output_dir, saved), (init_checkpoint, from_checkpoint)):
+    if (found and found["problem_type"] != problem_type and
+        not (training and source == init_checkpoint)):
+      raise errors.ResumeMismatchError(
+          f"{source} holds a {found['problem_type']} model but the data make a {problem_type} "
+          "run: use another --output_dir / --init_checkpoint, or the matching --label_type / "
+          "--label_separator")
+  if processor.regression:
+    names, source = [], "regression"
+  elif label_list:
+    names, source = list(label_list), "--label_list"
+    if from_checkpoint and from_checkpoint["labels"]:
+      labels.check_checkpoint_labels(names, init_checkpoint, training,
+                                     names=from_checkpoint["labels"])
+  elif saved:
+    names, source = saved["labels"], os.path.join(output_dir, labels.CLASSIFIER_LABEL_FILE)
+  elif from_checkpoint and from_checkpoint["labels"] and not training:
+    names, source = from_checkpoint["labels"], init_checkpoint
+  elif training:
+    names, source = processor.labels_of_training_set(), "the training set"
+  else:
+    raise errors.UsageError(
+        "no label list: give --label_list (comma-separated names), or --do_train (the training "
+        "set's labels), or an --output_dir / --init_checkpoint of an own-data run_classifier "
+        "model")
+  if saved and not processor.regression and saved["labels"] != names:
+    raise errors.ResumeMismatchError(
+        f"--output_dir={output_dir} was trained with labels {saved['labels']}, not {names}: use "
+        "another --output_dir, or drop --label_list")
+  processor.label_names = names
+  for split in processor.spec.files:
+    processor.check_labels(split, names)
+  return names, problem_type, source
