@@ -312,3 +312,20 @@ def test_contradicting_config_flag_is_one_error_line(preset, tmp_path):
   assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
   assert "contradicts the keras-hub preset" in lines[0] and "hidden_size is 64" in lines[0]
   assert not os.path.exists(tmp_path / "out")
+
+
+def test_hf_export_from_preset_keeps_keras_hubs_logits(preset, tmp_path):
+  """A keras-hub classifier preset written in transformers' layout (--format=hf): its head is
+  found from the preset's weights, and the export read back gives keras-hub's logits."""
+  # pylint: disable-next=import-outside-toplevel
+  from albert_tf.export.hf import checkpoint_head, export_hf_layout
+  directory = preset["directory"]
+  assert checkpoint_head(directory) == ("classifier", NUM_CLASSES)
+  config, config_file = model_config(None, directory)
+  out = export_hf_layout(config, directory, str(tmp_path / "hf"),
+                         spm_model_file(None, None, directory), config_file=config_file)
+  model = AlbertClassifier(config, num_labels=NUM_CLASSES)
+  load_checkpoint(model, out)
+  ids, mask, segments = _batch()
+  np.testing.assert_allclose(model(_our_inputs(ids, mask, segments))["logits"],
+                             preset["logits"], atol=1e-4)

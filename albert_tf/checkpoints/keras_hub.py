@@ -110,6 +110,23 @@ def _preset_config(path):
   return values if str(registered or "").startswith(_KERAS_HUB) else None
 
 
+# keras-hub's task classes -> the transformers class holding the same head's weights.
+_TASK_ARCHITECTURES = {_KERAS_HUB + "AlbertTextClassifier": "AlbertForSequenceClassification",
+                       _KERAS_HUB + "AlbertMaskedLM": "AlbertForMaskedLM"}
+
+
+def hf_architecture(path):
+  """The transformers class whose head preset `path`'s task.json names (a task preset), or
+  None for a backbone preset or a task without an ALBERT counterpart there: what tells a
+  classifier's [L, H] head from a tagger's, which the weights cannot."""
+  task_file = os.path.join(os.fspath(path), "task.json")
+  if not io.exists(task_file):
+    return None
+  values = _read_json(task_file)
+  return _TASK_ARCHITECTURES.get(values.get("registered_name") if isinstance(values, dict)
+                                 else None)
+
+
 def is_keras_hub_preset(path):
   """True for a directory keras-hub's save_to_preset wrote: config.json with a `keras_hub>`
   registered_name, and model.weights.h5 (any TF file system)."""

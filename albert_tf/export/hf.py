@@ -7,7 +7,7 @@ import os
 import re
 
 from albert_tf import errors, io, labels, registry
-from albert_tf.checkpoints import hf, layout, load_checkpoint, original, ours
+from albert_tf.checkpoints import hf, keras_hub, layout, load_checkpoint, original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.models import AlbertModel, AlbertPretrainer
 from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
@@ -206,6 +206,9 @@ def _head_shapes(checkpoint):
     architectures = (json.loads(io.read_text(config)).get("architectures") if config else None)
     shapes = {k: v.shape for k, v in hf.read_safetensors(checkpoint).items()}
     return shapes, (architectures[0] if architectures else None)
+  if keras_hub.is_keras_hub_preset(checkpoint):  # its weights read under the original's names
+    tensors, _ = keras_hub.preset_tensors(checkpoint)
+    return {n: v.shape for n, v in tensors.items()}, keras_hub.hf_architecture(checkpoint)
   prefix = original.resolve_checkpoint_path(checkpoint)
   reader = original.checkpoint_reader(prefix)
   variables = reader.get_variable_to_shape_map()
