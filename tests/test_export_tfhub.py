@@ -85,12 +85,20 @@ def exported(tmp_path_factory):
        f"--albert_config_file={CONFIG}", f"--init_checkpoint={CKPT0}",
        f"--spm_model_file={SPM}", f"--export_path={paths['encoder']}"],
       cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  # The preprocessors are made here meanwhile (the binary's preprocessing path is the same call).
-  save_hub_model(HubPreprocessor(SPM, default_seq_length=SEQ), paths["preprocessor"])
+  # The SentencePiece preprocessor from the binary too (--export_type=preprocessing takes no
+  # config), the WordPiece one made here meanwhile.
+  preprocessing = subprocess.Popen(
+      [sys.executable, "-m", "albert_tf.export_tfhub", "--export_type=preprocessing",
+       f"--spm_model_file={SPM}", f"--default_seq_length={SEQ}",
+       f"--export_path={paths['preprocessor']}"],
+      cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   save_hub_model(HubPreprocessor(vocab_file=VOCAB, default_seq_length=SEQ),
                  paths["wordpiece_preprocessor"])
-  stdout, stderr = binary.communicate(timeout=600)
-  assert binary.returncode == 0, stderr[-3000:]
+  logs = [process.communicate(timeout=600) for process in (binary, preprocessing)]
+  for process, (_, stderr) in zip((binary, preprocessing), logs):
+    assert process.returncode == 0, stderr[-3000:]
+  assert os.path.isfile(os.path.join(paths["preprocessor"], "saved_model.pb"))
+  stdout = logs[0][0]
   assert "loaded 32 variables" in stdout and "missing 0" in stdout, stdout
   batch = reference_batch()
   request = {
