@@ -359,3 +359,23 @@ def test_the_single_label_csv_sample_reads(tmp_path, tokenizer):
   assert names == ["code", "prose"] and len(got) == 16
   quoted = [r for r in csv.DictReader(open(os.path.join(OWN, "reviews.csv"), encoding="utf-8"))]
   assert [r["label_ids"] for r in got] == [[names.index(r["label"])] for r in quoted]
+
+
+@pytest.mark.slow
+def test_portable_exports_serve_a_multi_label_checkpoints_sigmoids(multi_label_run):
+  """export_tflite / export_onnx's serving function (--head=auto) on the multi-label run's
+  checkpoint: each label's own probability, run_classifier's test_results.tsv, not a softmax."""
+  # pylint: disable=import-outside-toplevel
+  import albert_tf
+  from albert_tf.export.portable import load_exportable_model, serving_outputs
+  from albert_tf.tasks.classifier.multilabel import AlbertMultiLabelClassifier
+  # pylint: enable=import-outside-toplevel
+  config = albert_tf.AlbertConfig.from_json_file(CONFIG)
+  model = load_exportable_model(config, str(multi_label_run / "out" / "model.ckpt-best"), "auto")
+  assert isinstance(model, AlbertMultiLabelClassifier)
+  ids = np.array([[2, 15, 27, 31, 3], [2, 40, 3, 8, 3]], np.int32)
+  features = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+  served = serving_outputs(model, features)["probabilities"].numpy()
+  logits = model(features)["logits"].numpy()
+  np.testing.assert_allclose(served, 1 / (1 + np.exp(-logits)), atol=1e-6)
+  assert not np.allclose(served.sum(axis=-1), 1.0, atol=1e-3)

@@ -78,9 +78,8 @@ def serving_outputs(model, features):
   out = model(features, training=False)
   result = {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
   if isinstance(model, AlbertClassifier):
-    logits = out["logits"]
-    # As ClassifierServingModule's probabilities: a regression's score is the logit itself.
-    result["probabilities"] = logits if model.is_regression else tf.nn.softmax(logits, axis=-1)
+    # As ClassifierServingModule's: a softmax, a regression's score, or (multi-label) sigmoids.
+    result["probabilities"] = model.probabilities(out["logits"])
   elif isinstance(model, AlbertSpanLabeler):
     result["start_logits"], result["end_logits"] = out["start_logits"], out["end_logits"]
   elif "logits" in out and out["logits"].shape.rank == 3:

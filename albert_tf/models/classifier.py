@@ -1,6 +1,7 @@
 """AlbertClassifier: the encoder plus the original's classification layer on the pooled output."""
 
 import keras
+import tensorflow as tf
 
 from albert_tf import labels
 from albert_tf.config import AlbertConfig
@@ -99,6 +100,11 @@ class AlbertClassifier(AlbertTask):
   def is_regression(self) -> bool:
     """True for num_labels 1 (a score, as STS-B)."""
     return self.num_labels == 1
+
+  def probabilities(self, logits):
+    """What the exports serve as `probabilities` [B, L] for logits [B, L]: the softmax, or a
+    regression's score (the logit itself)."""
+    return logits if self.is_regression else tf.nn.softmax(logits, axis=-1)
 
   def call(self, inputs, training=False):
     outputs = dict(self.encoder(inputs, training=training))

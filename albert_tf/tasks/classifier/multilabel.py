@@ -34,6 +34,10 @@ class AlbertMultiLabelClassifier(AlbertClassifier):
   def is_regression(self) -> bool:
     return False
 
+  def probabilities(self, logits):
+    """Each label's own probability [B, L] (the sigmoid), not a softmax across labels."""
+    return tf.sigmoid(logits)
+
   def hf_config_fields(self) -> dict:
     return dict(super().hf_config_fields(), problem_type=labels.MULTI_LABEL)
 
