@@ -36,6 +36,15 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 Run = collections.namedtuple("Run", "result out export data")
 
 
+# Whether this process is a pytest-xdist worker (pytest_configure). Not PYTEST_XDIST_WORKER: a
+# test's own pytest subprocess (tools/device_check.sh's) inherits that variable.
+_WORKER = {"is": False}
+
+
+def pytest_configure(config):
+  _WORKER["is"] = hasattr(config, "workerinput")
+
+
 def once_per_session(tmp_path_factory, name, make):
   """make(directory), a new directory, called once per test session; its (picklable) result.
 
@@ -44,7 +53,7 @@ def once_per_session(tmp_path_factory, name, make):
   pickles the result there; a worker asking meanwhile waits, then reads it. Without xdist that
   directory is shared by every pytest run of the user, so it is not used.
   """
-  if "PYTEST_XDIST_WORKER" not in os.environ:
+  if not _WORKER["is"]:
     return make(tmp_path_factory.mktemp(name))
   shared = tmp_path_factory.getbasetemp().parent / "shared"
   shared.mkdir(exist_ok=True)
