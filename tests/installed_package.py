@@ -1,11 +1,15 @@
 """The package as a user installs it: this checkout's wheel in a virtual environment of its own.
 
-The environment is created with --system-site-packages, so that TensorFlow and the other pinned
-dependencies, already installed here from requirements.txt, are not downloaded again (about 2 GB
-and a minute per environment). The wheel itself goes in with --no-deps and --ignore-installed,
-after checking that every dependency its metadata names is installed at the pinned version, so
-what runs is the wheel's albert_tf, not the checkout's (the tests run it from outside the
-checkout, or through its entry points).
+Two kinds of environment:
+- plain (the developers' guide: installs are tested without system site packages, which once hid
+  a missing dependency): pip installs the wheel and what its metadata declares, nothing else, as
+  `pip install .` does for a user (about 2 GB, and a minute or two where pip downloads them);
+- over the system's packages (--system-site-packages): TensorFlow, the pinned dependencies and
+  the extras, installed here from requirements.txt, are not installed again; the wheel goes in
+  with --no-deps and --ignore-installed, after which every dependency its metadata names is
+  checked to be installed at the pinned version. For the docs' commands, which need the extras.
+Either way what runs is the wheel's albert_tf, not the checkout's (the tests run it from outside
+the checkout, or through its entry points).
 """
 
 import os
@@ -37,8 +41,8 @@ sys.exit(1 if bad else 0)
 """
 
 
-def _run(command, **kwargs):
-  result = subprocess.run(command, capture_output=True, text=True, timeout=600, **kwargs)
+def _run(command, timeout=600, **kwargs):
+  result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, **kwargs)
   assert result.returncode == 0, (command, result.stdout[-2000:], result.stderr[-3000:])
   return result
 
@@ -52,13 +56,18 @@ def build_wheel(out_dir):
   return os.path.join(out_dir, wheel)
 
 
-def install_in_venv(wheel, venv_dir):
-  """A venv at venv_dir with `wheel` installed (see the module docstring); returns its bin/."""
-  _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv_dir)])
+def install_in_venv(wheel, venv_dir, plain=False):
+  """A venv at venv_dir with `wheel` installed, plain or over the system's packages (see the
+  module docstring); returns its bin/."""
+  _run([sys.executable, "-m", "venv", str(venv_dir)] + ([] if plain else
+                                                         ["--system-site-packages"]))
   bin_dir = os.path.join(venv_dir, "bin")
   python = os.path.join(bin_dir, "python")
-  _run([python, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", "--no-index",
-        wheel])
+  if plain:
+    _run([python, "-m", "pip", "install", "-q", wheel], timeout=1500)
+  else:
+    _run([python, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", "--no-index",
+          wheel])
   _run([python, "-c", _CHECK_DEPENDENCIES])
   return bin_dir
 

@@ -1,5 +1,6 @@
-"""The README's main job, as a user runs it: this checkout's wheel installed in a venv
-(tests/installed_package.py), tools/quickstart.sh through its albert-* commands (the session's
+"""The README's main job, as a user runs it: this checkout's wheel installed by pip in a plain
+venv, with the dependencies it declares and nothing else (tests/installed_package.py),
+tools/quickstart.sh through its albert-* commands (the session's
 `quickstart` fixture, tests/conftest.py), and the held-out metrics equal to the README's table to
 its printed digits (the run is seeded throughout)."""
 

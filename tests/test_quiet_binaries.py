@@ -36,7 +36,7 @@ def assert_quiet(result, what):
 
 @pytest.mark.slow
 def test_each_binary_runs_quietly(tmp_path):
-  """The binaries no other test file runs in full; see test_fine_tuning_runs_are_quiet."""
+  """The binaries no other test file runs in full; see the tests below."""
   corpus = os.path.join(TESTDATA, "original_pretraining_data", "corpus.txt")
   records = tmp_path / "records" / "corpus.txt.tfrecord"
   data_flags = [f"--input_file={corpus}", f"--spm_model_file={SPM}", "--vocab_file=unused",
@@ -65,11 +65,20 @@ def test_each_binary_runs_quietly(tmp_path):
     assert_quiet(run_binary(what.split()[0], flags, check=False), what)
 
 
+# The runs that tests/test_run_{classifier,squad,race}.py check (tests/conftest.py: each once per
+# session), here for their stderr: training, evaluation, prediction and exports. One test per
+# run, so that each goes to the pytest-xdist worker that runs its fixture's other tests.
 @pytest.mark.slow
-def test_fine_tuning_runs_are_quiet(classifier_fine_tuned, squad_trained, race_trained):
-  # The runs that tests/test_run_{classifier,squad,race}.py check (tests/conftest.py: each once
-  # per session), here for their stderr: training, evaluation, prediction and exports.
-  runs = {"run_classifier": classifier_fine_tuned, "run_squad_v1": squad_trained("v1"),
-          "run_squad_v2": squad_trained("v2"), "run_race": race_trained}
-  for what, run in runs.items():
-    assert_quiet(run.result, what)
+def test_classifier_run_is_quiet(classifier_fine_tuned):
+  assert_quiet(classifier_fine_tuned.result, "run_classifier")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_squad_runs_are_quiet(version, squad_trained):
+  assert_quiet(squad_trained(version).result, f"run_squad_{version}")
+
+
+@pytest.mark.slow
+def test_race_run_is_quiet(race_trained):
+  assert_quiet(race_trained.result, "run_race")

@@ -9,13 +9,15 @@ commands. A command block is either
   <where>` (the user's own data, a download, a cloud project) and is not run; each placeholder
   named occurs in the block; or
 - listed in BLOCKS by its first command line: run, with substitutions that only shrink sizes or
-  point at the bundled data; a Python excerpt of a source file, checked to be in that file; or
-  the test suite's own command, checked to be .ci/run's.
+  point at the bundled data; the quick start, checked on the session's run of it (the
+  `quickstart` fixture of tests/conftest.py, from the wheel); a Python excerpt of a source file,
+  checked to be in that file; or the test suite's own command, checked to be .ci/run's.
 A block that is neither fails the test.
 """
 
 import os
 import re
+import shutil
 import subprocess
 import textwrap
 
@@ -51,6 +53,14 @@ def run(*substitutions):
   return ("run", substitutions)
 
 
+def quickstart(command):
+  """The quick start's block: after the install, `command`, which the session's `quickstart`
+  fixture runs as the README gives it (tests/conftest.py; tests/test_quickstart.py checks its
+  metrics). Its exit and stderr are checked here, and its WORK is copied to the block's
+  work/quickstart for the later blocks, instead of a second run."""
+  return ("quickstart", command)
+
+
 def excerpt(path):
   """A Python block quoting path: its lines after the first (`# excerpt of <path>`) are in it."""
   return ("excerpt", path)
@@ -68,9 +78,9 @@ BLOCKS = {
     # a moment.
     "python3 -m venv .venv && . .venv/bin/activate": run(
         ("python3 -m venv .venv", "python3 -m venv --without-pip .venv")),
-    "python3 -m pip install -r requirements.txt -e . && bash tools/quickstart.sh": run(
-        # Installed already (the wheel); a few steps (STEPS) are enough for the later blocks.
-        ("python3 -m pip install -r requirements.txt -e . && ", "")),
+    # Installed already (the wheel).
+    "python3 -m pip install -r requirements.txt -e . && bash tools/quickstart.sh": quickstart(
+        "bash tools/quickstart.sh"),
     "python3 -m pip install -r requirements.txt -e . && python3 -m pytest": ci(),
     "mkdocs build --strict": run(),
     # docs/pretraining.md
@@ -118,11 +128,6 @@ BLOCKS = {
     # docs/python-api.md
     "import albert_tf": run(),
 }
-
-# The quick start's steps here: the later blocks need its model, not its metrics
-# (tests/test_quickstart.py checks those).
-_QUICKSTART_STEPS = "4"
-
 
 def fenced_blocks():
   """Every fenced block of DOCUMENTS: [(document, language, text)], dedented, in run order."""
@@ -226,12 +231,24 @@ def test_the_test_command_is_ci_runs():
 
 
 @pytest.mark.slow
-def test_every_listed_block_runs(installed_bin, tmp_path):
+def test_every_listed_block_runs(installed_bin, quickstart, tmp_path):
+  # The quickstart fixture's venv is plain (the core dependencies only); the other blocks use
+  # the extras too (mkdocs, the portable runtimes, transformers): installed_bin's venv.
   clone = tmp_path / "clone"
   _clone(clone)
-  env = dict(env_with(installed_bin), STEPS=_QUICKSTART_STEPS, NO_MKDOCS_2_WARNING="1")
+  env = dict(env_with(installed_bin), NO_MKDOCS_2_WARNING="1")
   for document, language, first_line, body in command_blocks():
     action, detail = _entry(document, first_line)
+    if action == "quickstart":
+      install = "python3 -m pip install -r requirements.txt -e . && "
+      assert body.strip() == install + detail, (
+          f"{document}: the quick start's block is no longer {install + detail!r}: update "
+          "BLOCKS (and the quickstart fixture, tests/conftest.py, if its command changed)")
+      result = quickstart.result
+      assert result.returncode == 0, (document, first_line, result.stderr[-4000:])
+      assert "Traceback" not in result.stderr, (document, first_line, result.stderr[-4000:])
+      shutil.copytree(quickstart.out, clone / "work" / "quickstart", symlinks=True)
+      continue
     if action != "run":
       continue
     script = _substituted(body, detail, first_line)
