@@ -31,7 +31,7 @@ from installed_package import env_with
 DOCUMENTS = ["README.md"] + [os.path.join("docs", page + ".md") for page in (
     "index", "pretraining", "data-at-scale", "fine-tuning", "adding-a-task", "exports",
     "portable", "huggingface", "variants", "python-api", "api", "faithfulness", "speed",
-    "layout")]
+    "layout", "chinese")]
 
 COMMAND_LANGUAGES = {"bash", "sh", "console", "python"}
 OTHER_LANGUAGES = {"text"}
@@ -106,7 +106,10 @@ BLOCKS = {
         ("--max_seq_length=512", "--max_seq_length=64"), ("--dupe_factor=5", "--dupe_factor=1")),
     # docs/fine-tuning.md
     "python3 -m albert_tf.run_classifier --task_name=MRPC": run(),
+    "python3 -m albert_tf.run_classifier --train_file=tests/testdata/own_data/": run(),
     "python3 -m albert_tf.run_squad_v1 --train_file=tests/testdata/": run(),
+    # docs/chinese.md
+    "python3 -m albert_tf.run_squad_v1 --vocab_file=tests/testdata/cmrc2018": run(),
     "python3 -m albert_tf.run_ner --data_dir=tests/testdata/ner": run(
         ("--train_step=1200", "--train_step=20"), ("--warmup_step=100", "--warmup_step=2"),
         ("--save_checkpoints_steps=600", "--save_checkpoints_steps=10")),
