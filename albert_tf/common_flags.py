@@ -65,6 +65,27 @@ def define_run_flags():
                     "--nomemory_check skips it.")
 
 
+def define_export_model_flags():
+  """The model and tokenizer flags of the binaries that export a checkpoint as a SavedModel
+  (export_saved_model, export_tfhub): the checkpoint, its config and the tokenizer file shipped
+  as an asset, each taken from a Hugging Face directory or keras-hub preset when not given."""
+  flags.DEFINE_string("albert_config_file", None,
+                      "The model's albert_config.json. Default: the config of a Hugging Face "
+                      "directory or keras-hub preset --init_checkpoint.")
+  flags.DEFINE_string("init_checkpoint", None,
+                      "Checkpoint to export (prefix or directory; ours, the original layout, a "
+                      "Hugging Face directory or a keras-hub preset).")
+  flags.DEFINE_string("spm_model_file", None,
+                      "The SentencePiece model (shipped as an asset). Default: the spiece.model "
+                      "of a Hugging Face --init_checkpoint directory, or a keras-hub preset's "
+                      "vocabulary.spm.")
+  flags.DEFINE_string("vocab_file", None,
+                      "A WordPiece vocab.txt (shipped as the asset) for models without a "
+                      "SentencePiece model, such as Google's Chinese ALBERT releases; used when "
+                      "--spm_model_file is not given.")
+  flags.DEFINE_bool("do_lower_case", True, "Whether the text is lower-cased before tokenization.")
+
+
 def define_serving_precision_flag():
   """--serving_precision of the binaries that export SavedModels."""
   flags.DEFINE_enum("serving_precision", "float32", list(SERVING_POLICIES),

@@ -18,21 +18,7 @@ from albert_tf import cli, common_flags
 from albert_tf.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("albert_config_file", None,
-                    "The model's albert_config.json. Default: the config of a Hugging Face "
-                    "directory or keras-hub preset --init_checkpoint.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Checkpoint to export (prefix or directory; ours, the original layout, a "
-                    "Hugging Face directory or a keras-hub preset).")
-flags.DEFINE_string("spm_model_file", None,
-                    "The SentencePiece model (shipped as an asset). Default: the spiece.model "
-                    "of a Hugging Face --init_checkpoint directory, or a keras-hub preset's "
-                    "vocabulary.spm.")
-flags.DEFINE_string("vocab_file", None,
-                    "A WordPiece vocab.txt (shipped as the asset) for models without a "
-                    "SentencePiece model, such as Google's Chinese ALBERT releases; used when "
-                    "--spm_model_file is not given.")
-flags.DEFINE_bool("do_lower_case", True, "Whether the text is lower-cased before tokenization.")
+common_flags.define_export_model_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Length the text signatures pad and truncate to.")
 flags.DEFINE_string("export_dir", None, "TF Serving's model base path.")
 flags.DEFINE_integer("version", 1, "Version folder to write under export_dir.")

@@ -9,8 +9,8 @@ runs on your checkpoint.
       --spm_model_file=30k-clean.model --default_seq_length=128 --export_path=hub/preprocess
 
 --export_type=model_with_mlm adds the `.mlm` object (MLM logits). --init_checkpoint is any layout
-we read (the released TF1 one, ours, a Hugging Face directory, whose config.json and
-spiece.model are then the defaults of --albert_config_file and --spm_model_file).
+we read (the released TF1 one, ours, a Hugging Face directory or a keras-hub preset, whose config
+and SentencePiece model are then the defaults of --albert_config_file and --spm_model_file).
 --export_type=preprocessing needs only the tokenizer flags. saved_model.pb lands directly in
 --export_path (no version folder), written atomically; see albert_tf.export.tfhub and
 albert_tf.export.tfhub_preprocessing for the interfaces.
@@ -18,7 +18,7 @@ albert_tf.export.tfhub_preprocessing for the interfaces.
 
 from absl import app, flags
 
-from albert_tf import cli
+from albert_tf import cli, common_flags
 
 from albert_tf.startup import quiet_tensorflow_startup
 
@@ -31,19 +31,7 @@ flags.DEFINE_string("export_path", None,
 flags.DEFINE_integer("default_seq_length", 128,
                      "preprocessing: the length of the root call's outputs and the default "
                      "seq_length of bert_pack_inputs.")
-flags.DEFINE_string("albert_config_file", None,
-                    "The model's albert_config.json. Default: the config.json of a Hugging Face "
-                    "--init_checkpoint directory.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Checkpoint to export (prefix or directory; ours, the original layout or a "
-                    "Hugging Face directory).")
-flags.DEFINE_string("spm_model_file", None,
-                    "The SentencePiece model (shipped as the sp_model_file asset). Default: the "
-                    "spiece.model of a Hugging Face --init_checkpoint directory.")
-flags.DEFINE_string("vocab_file", None,
-                    "A WordPiece vocab.txt (shipped as the vocab_file asset), for models without "
-                    "a SentencePiece model; used when --spm_model_file is not given.")
-flags.DEFINE_bool("do_lower_case", True, "Whether the text is lower-cased before tokenization.")
+common_flags.define_export_model_flags()
 # Model Garden's export_tfhub names.
 flags.DEFINE_alias("sp_model_file", "spm_model_file")
 flags.DEFINE_alias("model_checkpoint_path", "init_checkpoint")
@@ -51,15 +39,16 @@ flags.DEFINE_alias("bert_config_file", "albert_config_file")
 
 
 def tokenizer_files():
-  """(spm_model_file, vocab_file) from the flags, spiece.model of an HF --init_checkpoint
-  directory by default. Raises UsageError when neither is known."""
-  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
-  spm_model_file = FLAGS.spm_model_file or (
-      None if FLAGS.vocab_file else hf.companion_file(FLAGS.init_checkpoint, hf.SPM_NAME))
-  if not spm_model_file and not FLAGS.vocab_file:
+  """(spm_model_file, vocab_file) from the flags, with the SentencePiece model of an HF
+  directory or keras-hub preset --init_checkpoint by default (checkpoints.spm_model_file).
+  Raises UsageError when neither is known."""
+  from albert_tf.checkpoints import spm_model_file  # pylint: disable=import-outside-toplevel
+  spm_model = spm_model_file(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
+  if not spm_model and not FLAGS.vocab_file:
     raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
-                         "directory with spiece.model), or --vocab_file for a WordPiece model")
-  return spm_model_file, (None if spm_model_file else FLAGS.vocab_file)
+                         "directory with spiece.model or a keras-hub preset), or --vocab_file "
+                         "for a WordPiece model")
+  return spm_model, (None if spm_model else FLAGS.vocab_file)
 
 
 def export_preprocessing(spm_model_file, vocab_file):
@@ -77,11 +66,11 @@ def export_preprocessing(spm_model_file, vocab_file):
 
 def export_encoder(spm_model_file, vocab_file):
   # pylint: disable=import-outside-toplevel
-  from albert_tf.checkpoints import hf, load_checkpoint
+  from albert_tf.checkpoints import load_checkpoint, model_config
   from albert_tf.export.tfhub import HubEncoder, check_mlm_head, save_hub_model
   from albert_tf.models import AlbertModel, AlbertPretrainer
   # pylint: enable=import-outside-toplevel
-  config, config_file = hf.model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+  config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
   with_mlm = FLAGS.export_type == "model_with_mlm"
   model = AlbertPretrainer(config) if with_mlm else AlbertModel(config)
   report = load_checkpoint(model, FLAGS.init_checkpoint)
