@@ -256,7 +256,11 @@ def test_wordpiece_labels_equal_the_python_predictions(label_file):
 @pytest.mark.slow
 def test_bfloat16_serving_answers_in_float32_close_to_float32(tagger, module, label_file):
   bf16 = serving_copy(tagger, "bfloat16")
-  assert bf16.dtype_policy.name == "mixed_bfloat16" and serving_copy(tagger, "float32") is tagger
+  assert bf16.dtype_policy.name == "bfloat16" and serving_copy(tagger, "float32") is tagger
+  # Weights held in bfloat16 (no cast at each read), LayerNorm's kept float32.
+  dtypes = {w.path: w.dtype for w in bf16.weights}
+  assert {d for p, d in dtypes.items() if "LayerNorm" not in p} == {"bfloat16"}
+  assert {d for p, d in dtypes.items() if "LayerNorm" in p} == {"float32"}
   texts = tf.constant([" ".join(s.words) for s in _sentences()[:8]])
   reference = module.serve_text(texts)
   # Held: a module's tf.functions keep only a weak reference to it (and its tokenizer).

@@ -24,8 +24,9 @@ multiple of 8, as the fine-tuning batches): an 8-word request costs what 16 posi
 max_seq_length. Padded keys get -10000 in the attention logits, which is exactly 0 after the
 softmax, so outputs at real positions equal the fully padded run's up to float summation order.
 
-Precision: exports built under the mixed_bfloat16 policy (`--serving_precision=bfloat16`, see
-training.precision.serving_policy) compute in bfloat16 with float32 weights; every float output is float32.
+Precision: `--serving_precision=bfloat16` exports (see training.precision.serving_policy) hold
+their weights in bfloat16, LayerNorm's in float32, and compute in bfloat16 (softmax and LayerNorm
+in float32); every float output is float32.
 """
 
 import os

@@ -1,6 +1,7 @@
 """The attention + FFN block and ALBERT's cross-layer shared transformer."""
 
 import keras
+import tensorflow as tf
 
 from albert_tf import errors
 from albert_tf.layers.attention import AlbertAttention
@@ -113,7 +114,9 @@ class AttentionFFNBlock(keras.layers.Layer):
     attention = self.attention(x, mask_adder, training=training)
     attention = self.attention_output_dropout(attention, training=training)
     attention = self.attention_layer_norm(attention + x)
-    ffn = self.ffn_output(self.intermediate(attention))
+    # The FFN on [B*T, H] rows, reshaped back once (see Dense: fewer shape ops per layer).
+    rows = tf.reshape(attention, [-1, self.hidden_size])
+    ffn = tf.reshape(self.ffn_output(self.intermediate(rows)), tf.shape(attention))
     ffn = self.ffn_output_dropout(ffn, training=training)
     return self.ffn_layer_norm(ffn + attention)
 

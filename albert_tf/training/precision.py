@@ -19,10 +19,11 @@ def set_policy(name):
 @contextlib.contextmanager
 def policy_scope(name):
   """Builds the layers made inside under Keras policy `name` (e.g. mixed_bfloat16: float32
-  variables, bfloat16 compute), restoring the previous global policy afterwards."""
-  if name not in PRECISION_POLICIES:
-    raise errors.UsageError(
-        f"unknown precision policy {name!r}; choose one of {PRECISION_POLICIES}")
+  variables, bfloat16 compute; bfloat16, a bfloat16 export's: bfloat16 variables), restoring the previous global policy afterwards."""
+  known = PRECISION_POLICIES + tuple(p for p in SERVING_POLICIES.values()
+                                     if p not in PRECISION_POLICIES)
+  if name not in known:
+    raise errors.UsageError(f"unknown precision policy {name!r}; choose one of {known}")
   previous = keras.mixed_precision.global_policy()
   keras.mixed_precision.set_global_policy(name)
   try:

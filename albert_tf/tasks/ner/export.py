@@ -107,8 +107,8 @@ def _model_num_labels(model):
 
 def serving_copy(model, serving_precision):
   """The model to export: `model`, or where its policy is not serving_precision's, a copy made
-  from its config under that policy and holding its weights (bfloat16 compute, float32
-  weights)."""
+  from its config under that policy and holding its weights (bfloat16: weights in bfloat16 but
+  LayerNorm's, see settings.SERVING_POLICIES)."""
   policy = serving_policy(serving_precision)
   if model.dtype_policy.name == policy:
     return model
