@@ -10,12 +10,33 @@ which forward and train lines report as `parameters`, the pretrainer's heads inc
 forward and train lines: seconds_per_step (median after warm-up), examples_per_second,
 peak_rss_mb, the model FLOPs (`pretraining_flops`: flops_per_forward_pass,
 flops_per_training_step), achieved_tflops (the step's FLOPs / seconds_per_step) and mfu
-(achieved_tflops / peak_tflops). The peak is --peak_tflops, else the dense peak in `PEAKS` of the
-accelerator TensorFlow reports, at the precision --mixed_precision computes in (peak_source says
-which); with no known peak (a CPU) mfu is null and mfu_note says why. `--mode=train` times what
-run_pretraining runs: the pretraining Runner's train_steps (one device, as
---strategy=one_device), --iterations_per_loop updates per call, on one synthetic batch repeated
-by tf.data.
+(achieved_tflops / peak_tflops). The peak (peak_tflops, peak_source says which) is
+--peak_tflops; else on a GPU or TPU the dense peak in `PEAKS` of the accelerator TensorFlow
+reports, at the precision --mixed_precision computes in; else, on a CPU, the GEMM probe's
+(`gemm_probe`: a square matmul timed in TensorFlow at the step's compute dtype, float32, bfloat16
+under mixed_bfloat16 or float16 under mixed_float16, "GEMM probe: 1024^3 float32 matmul,
+measured"): mfu there is against what TensorFlow's matmul reaches on this CPU, not a datasheet
+figure. With no peak (--nogemm_probe on a CPU, a device missing from PEAKS) mfu is null and
+mfu_note says why. On a CPU, `cpu` names it and its matrix units (albert_tf.hardware.describe():
+"AMD EPYC (2 threads): avx2; no AMX, no bf16 units, no VNNI").
+
+`--mode=train` times what run_pretraining runs: the pretraining Runner's train_steps (one
+device, as --strategy=one_device), --iterations_per_loop updates per call, on one synthetic batch
+repeated by tf.data. The defaults are run_pretraining's: --jit_compile off, and with it on,
+--jit_compile_fast_path compiles without XLA where XLA is the slower path (mixed_bfloat16 on CPUs
+only: XLA's CPU backend does not reach oneDNN's bf16 kernels; albert_tf/training/fast_path.py,
+logged); the forward is compiled by the same rule. Lines report jit_compile_requested (the
+flag) and jit_compile (what the step was compiled with).
+
+Where the time goes: --profile=DIR writes a TensorFlow profiler trace of the timed steps into
+DIR/forward and DIR/train (TensorBoard's profile plugin opens it: `tensorboard --logdir=DIR`);
+the lines name it (profile_dir) and list the op types of most self time (profile_top_ops, from
+TensorFlow's own trace converter; null where it cannot read the trace). The timed steps then
+carry the profiler's overhead. ONEDNN_VERBOSE=1 in the environment makes oneDNN print a line per
+kernel it runs (`onednn_verbose,...,exec,cpu,matmul,brg_matmul:avx512_core_amx,...,src:bf16
+...`): which ops reach oneDNN, with which instruction set and dtypes (ops absent from it ran in
+Eigen or XLA). TensorFlow's oneDNN bf16 kernels need AVX512-BF16 or AMX (`cpu` says whether the
+CPU has them); without them bfloat16 is converted in Eigen, no faster than float32.
 
 serving lines: the pretrainer exported as export_saved_model writes it (--serving_precision),
 then loaded and called in a child process that does not import albert_tf, as TF Serving runs it.
@@ -35,6 +56,7 @@ FLOP count and peak table need neither, so TensorFlow and albert_tf are imported
 
 import collections
 import functools
+import glob
 import json
 import logging
 import os
@@ -96,8 +118,8 @@ def define_flags():
   flags.DEFINE_float("peak_tflops", None,
                      "Peak TFLOP/s of the device the step runs on, for mfu. Default: the dense "
                      "peak in tools/benchmark.py's PEAKS table of the accelerator TensorFlow "
-                     "reports, at the precision --mixed_precision computes in (none on a CPU).",
-                     lower_bound=0.0)
+                     "reports, at the precision --mixed_precision computes in; on a CPU, the "
+                     "GEMM probe's (--gemm_probe).", lower_bound=0.0)
   flags.DEFINE_string("spm_model_file", DEFAULT_SPM_MODEL,
                       "SentencePiece model for the serving export and its texts.")
   flags.DEFINE_list("serving_tokens", ["8", "32", "128"],
@@ -462,7 +484,6 @@ def profile_fields(profile_dir, count=8):
 
 
 def _top_ops(profile_dir, count):
-  import glob
   traces = sorted(glob.glob(os.path.join(profile_dir, "plugins", "profile", "*", "*.xplane.pb")))
   if not traces:
     return None

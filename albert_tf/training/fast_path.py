@@ -53,4 +53,4 @@ def choose_jit_compile(requested, policy, devices, fast_path=True):
   return JitChoice(False, (
       f"--jit_compile with --mixed_precision={policy} on CPUs only ({hardware.describe()}): "
       f"compiling without XLA, whose CPU backend does not reach oneDNN's bfloat16 kernels "
-      f"(about 2x slower steps); --nojit_compile_fast_path keeps XLA"))
+      f"(2x slower steps measured with AMX); --nojit_compile_fast_path keeps XLA"))
