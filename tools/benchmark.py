@@ -33,10 +33,15 @@ DIR/forward and DIR/train (TensorBoard's profile plugin opens it: `tensorboard -
 the lines name it (profile_dir) and list the op types of most self time (profile_top_ops, from
 TensorFlow's own trace converter; null where it cannot read the trace). The timed steps then
 carry the profiler's overhead. ONEDNN_VERBOSE=1 in the environment makes oneDNN print a line per
-kernel it runs (`onednn_verbose,...,exec,cpu,matmul,brg_matmul:avx512_core_amx,...,src:bf16
-...`): which ops reach oneDNN, with which instruction set and dtypes (ops absent from it ran in
-Eigen or XLA). TensorFlow's oneDNN bf16 kernels need AVX512-BF16 or AMX (`cpu` says whether the
-CPU has them); without them bfloat16 is converted in Eigen, no faster than float32.
+kernel it runs (`onednn_verbose,v1,primitive,exec,cpu,matmul,brg_matmul:avx512_core_amx,undef,
+src_bf16::blocked:ab:f0 ...,128x768:768x768,0.05`: the primitive, its implementation and
+instruction set, dtypes, shapes, ms): which ops reach oneDNN and how (ops absent from it ran in
+Eigen or XLA; `gemm_api ... src_f32` lines are Eigen's matmuls calling oneDNN's sgemm).
+TensorFlow's oneDNN bf16 kernels need AVX512-BF16 or AMX (`cpu` says whether the CPU has them);
+without them a bfloat16 matmul is converted to float32 (on an AVX2 EPYC its oneDNN lines are
+f32 sgemm), no faster than float32. The probe runs once, after the first timed step, on the
+same cores: on a shared machine its rate and the step's vary with the load apart, and mfu can
+exceed 1.
 
 serving lines: the pretrainer exported as export_saved_model writes it (--serving_precision),
 then loaded and called in a child process that does not import albert_tf, as TF Serving runs it.
