@@ -39,9 +39,9 @@ instruction set, dtypes, shapes, ms): which ops reach oneDNN and how (ops absent
 Eigen or XLA; `gemm_api ... src_f32` lines are Eigen's matmuls calling oneDNN's sgemm).
 TensorFlow's oneDNN bf16 kernels need AVX512-BF16 or AMX (`cpu` says whether the CPU has them);
 without them a bfloat16 matmul is converted to float32 (on an AVX2 EPYC its oneDNN lines are
-f32 sgemm), no faster than float32. The probe runs once, after the first timed step, on the
-same cores: on a shared machine its rate and the step's vary with the load apart, and mfu can
-exceed 1.
+f32 sgemm), no faster than float32. The probe runs once per run, after the first line's timed
+steps, on the same cores: on a shared machine its rate and the steps' vary apart with the load,
+and mfu can exceed 1.
 
 serving lines: the pretrainer exported as export_saved_model writes it (--serving_precision),
 then loaded and called in a child process that does not import albert_tf, as TF Serving runs it.
