@@ -125,7 +125,7 @@ def test_jit_compile_defaults_are_the_binaries():
   def defaults(define):
     code = (f"import sys; sys.path.insert(0, {os.path.join(REPO_ROOT, 'tools')!r}); {define}; "
             "from absl import flags; "
-            "print(flags.FLAGS['jit_compile'].default, flags.FLAGS['jit_compile_fast_path'].default)")
+            "print(*(flags.FLAGS[n].default for n in ('jit_compile', 'jit_compile_fast_path')))")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True, cwd=REPO_ROOT).stdout.split()
   binaries = defaults("from albert_tf import common_flags; common_flags.define_run_flags()")
