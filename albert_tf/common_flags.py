@@ -43,7 +43,14 @@ def define_run_flags():
                     "device), one_device, mirrored, multi_worker_mirrored (reads TF_CONFIG), tpu.")
   flags.DEFINE_enum("mixed_precision", "float32", list(PRECISION_POLICIES),
                     "Compute precision; mixed_float16 uses dynamic loss scaling.")
-  flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
+  flags.DEFINE_bool("jit_compile", settings.TrainSettings.jit_compile,
+                    "Compile the forward and backward pass with XLA (see --jit_compile_fast_path "
+                    "for where it does not).")
+  flags.DEFINE_bool("jit_compile_fast_path", settings.TrainSettings.jit_compile_fast_path,
+                    "With --jit_compile, compile without XLA where it is the slower path: "
+                    "mixed_bfloat16 on CPUs only (XLA's CPU backend does not reach oneDNN's "
+                    "bfloat16 kernels, about 2x slower steps), logged. "
+                    "--nojit_compile_fast_path keeps XLA as asked.")
   flags.DEFINE_integer("cpu_devices", 0,
                        "If > 1, split the CPU into this many logical devices (to try "
                        "--strategy=mirrored without accelerators).")

@@ -68,6 +68,8 @@ class TrainSettings:
     iterations_per_loop: updates per compiled call.
     save_checkpoints_steps, keep_checkpoint_max: checkpointing (keep 0: every checkpoint).
     jit_compile: compile the step with XLA.
+    jit_compile_fast_path: where XLA is the slower path for the device (mixed_bfloat16 on CPUs
+      only), compile without it even with jit_compile (albert_tf.training.fast_path).
     clip_norm: the global-norm gradient clip (1.0, as the original).
   """
   optimizer: str = "lamb"
@@ -82,6 +84,7 @@ class TrainSettings:
   save_checkpoints_steps: int = 5000
   keep_checkpoint_max: int = 5
   jit_compile: bool = False
+  jit_compile_fast_path: bool = True
   clip_norm: float = 1.0
 
 

@@ -1,14 +1,17 @@
 """tools/benchmark.py runs and reports what it promises (speed targets live in the tool): its FLOP
 count against a hand count, its peak table, and each mode's lines."""
 
+import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 import albert_tf
+from albert_tf import hardware
 from helpers import ORIGINAL_MODEL, REPO_ROOT
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
@@ -79,6 +82,82 @@ def test_no_peak_is_explained():
   assert h200["mfu"] == 0.5 and h200["peak_source"] == "NVIDIA H200 SXM datasheet, bf16 dense"
 
 
+def test_cpu_mfu_from_the_gemm_probe():
+  probe = (0.04, "GEMM probe: 1024^3 float32 matmul, measured")
+  cpu = benchmark.utilization(6e9, 0.5, "float32", None, None, cpu_peak=probe)
+  assert cpu["accelerator"] == "CPU" and cpu["achieved_tflops"] == 0.012
+  assert (cpu["peak_tflops"], cpu["peak_source"]) == probe
+  assert cpu["mfu"] == 0.3 and cpu["mfu_note"] is None
+  assert cpu["cpu"] == hardware.describe()
+  # --peak_tflops wins over the probe; an accelerator keeps its table peak and has no `cpu`.
+  given = benchmark.utilization(6e9, 0.5, "float32", 0.1, None, cpu_peak=probe)
+  assert (given["peak_tflops"], given["peak_source"], given["mfu"]) == (0.1, "--peak_tflops", 0.12)
+  h200 = benchmark.utilization(9.895e12, 0.02, "mixed_bfloat16", None, "NVIDIA H200",
+                               cpu_peak=probe)
+  assert h200["mfu"] == 0.5 and h200["peak_tflops"] == 989.5 and "cpu" not in h200
+
+
+@pytest.mark.parametrize("tflops, size", [(0.03, 1024), (0.37, 2048), (1.4, 4096), (50.0, 4096)])
+def test_gemm_probe_grows_its_matmul_to_the_cpu(monkeypatch, tflops, size):
+  """The probe doubles the size from 1024 while a matmul takes under 20 ms, up to 4096."""
+  sizes = []
+  def rate(dtype, n, device=None):
+    sizes.append((dtype, n, device))
+    return tflops
+  monkeypatch.setattr(benchmark, "gemm_peak_tflops", rate)
+  benchmark.gemm_probe.cache_clear()
+  try:
+    peak, source = benchmark.gemm_probe("mixed_bfloat16")
+  finally:
+    benchmark.gemm_probe.cache_clear()
+  assert peak == tflops and source == f"GEMM probe: {size}^3 bfloat16 matmul, measured"
+  assert sizes[-1] == ("bfloat16", size, "/CPU:0") and sizes[0][1] == 1024
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_gemm_peak_tflops_times_a_matmul(dtype):
+  assert 0 < benchmark.gemm_peak_tflops(dtype, size=128, repeats=2, device="/CPU:0") < 1e4
+
+
+def test_jit_compile_defaults_are_the_binaries():
+  """The benchmark's --jit_compile and --jit_compile_fast_path default as the binaries' flags
+  (albert_tf/common_flags.py) do: each defined in a process of its own, as their names clash."""
+  def defaults(define):
+    code = (f"import sys; sys.path.insert(0, {os.path.join(REPO_ROOT, 'tools')!r}); {define}; "
+            "from absl import flags; "
+            "print(*(flags.FLAGS[n].default for n in ('jit_compile', 'jit_compile_fast_path')))")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True, cwd=REPO_ROOT).stdout.split()
+  binaries = defaults("from albert_tf import common_flags; common_flags.define_run_flags()")
+  assert binaries == ["False", "True"]
+  assert defaults("import benchmark; benchmark.define_flags()") == binaries
+
+
+@pytest.mark.slow
+def test_cpu_lines_probe_profile_and_fast_path(tmp_path):
+  """Without --peak_tflops on a CPU the GEMM probe gives mfu; --profile writes a trace per mode
+  and names it; bf16 with --jit_compile runs without XLA here and says so."""
+  lines = _run_benchmark("--mode=forward", "--mode=train", "--mixed_precision=mixed_bfloat16",
+                         "--jit_compile", f"--profile={tmp_path}")
+  assert [l["mode"] for l in lines] == ["forward", "train"]
+  for line in lines:
+    assert line["accelerator"] == "CPU" and line["cpu"] == hardware.describe()
+    assert re.fullmatch(r"GEMM probe: (1024|2048|4096)\^3 bfloat16 matmul, measured",
+                        line["peak_source"])
+    assert line["peak_tflops"] > 0 and line["mfu"] == pytest.approx(
+        line["achieved_tflops"] / line["peak_tflops"], rel=1e-3)
+    assert line["jit_compile_requested"] is True and line["jit_compile"] is False
+    assert line["profile_dir"] == str(tmp_path / line["mode"])
+    traces = glob.glob(os.path.join(line["profile_dir"], "plugins", "profile", "*",
+                                    "*.xplane.pb"))
+    assert len(traces) == 1 and os.path.getsize(traces[0]) > 0
+    ops = {op["op"] for op in line["profile_top_ops"]}
+    assert "MatMul" in ops or "BatchMatMulV2" in ops, line["profile_top_ops"]
+    assert 0 < sum(op["share"] for op in line["profile_top_ops"]) <= 1.0001
+  # Both lines share one probe.
+  assert lines[0]["peak_tflops"] == lines[1]["peak_tflops"]
+
+
 @pytest.mark.slow
 def test_forward_and_train_lines_report_flops_and_mfu():
   lines = _run_benchmark("--mode=forward", "--mode=train", "--iterations_per_loop=3",
@@ -100,6 +179,8 @@ def test_forward_and_train_lines_report_flops_and_mfu():
     assert (line["peak_tflops"], line["peak_source"]) == (0.5, "--peak_tflops")
     assert line["mfu"] == pytest.approx(line["achieved_tflops"] / 0.5, rel=1e-3)
     assert line["mfu_note"] is None and line["accelerator"] == "CPU"
+    # The binaries' default: no XLA.
+    assert line["jit_compile_requested"] is False and line["jit_compile"] is False
 
 
 @pytest.mark.slow

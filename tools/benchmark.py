@@ -10,12 +10,38 @@ which forward and train lines report as `parameters`, the pretrainer's heads inc
 forward and train lines: seconds_per_step (median after warm-up), examples_per_second,
 peak_rss_mb, the model FLOPs (`pretraining_flops`: flops_per_forward_pass,
 flops_per_training_step), achieved_tflops (the step's FLOPs / seconds_per_step) and mfu
-(achieved_tflops / peak_tflops). The peak is --peak_tflops, else the dense peak in `PEAKS` of the
-accelerator TensorFlow reports, at the precision --mixed_precision computes in (peak_source says
-which); with no known peak (a CPU) mfu is null and mfu_note says why. `--mode=train` times what
-run_pretraining runs: the pretraining Runner's train_steps (one device, as
---strategy=one_device), --iterations_per_loop updates per call, on one synthetic batch repeated
-by tf.data.
+(achieved_tflops / peak_tflops). The peak (peak_tflops, peak_source says which) is
+--peak_tflops; else on a GPU or TPU the dense peak in `PEAKS` of the accelerator TensorFlow
+reports, at the precision --mixed_precision computes in; else, on a CPU, the GEMM probe's
+(`gemm_probe`: a square matmul timed in TensorFlow at the step's compute dtype, float32, bfloat16
+under mixed_bfloat16 or float16 under mixed_float16, "GEMM probe: 1024^3 float32 matmul,
+measured"): mfu there is against what TensorFlow's matmul reaches on this CPU, not a datasheet
+figure. With no peak (--nogemm_probe on a CPU, a device missing from PEAKS) mfu is null and
+mfu_note says why. On a CPU, `cpu` names it and its matrix units (albert_tf.hardware.describe():
+"AMD EPYC (2 threads): avx2; no AMX, no bf16 units, no VNNI").
+
+`--mode=train` times what run_pretraining runs: the pretraining Runner's train_steps (one
+device, as --strategy=one_device), --iterations_per_loop updates per call, on one synthetic batch
+repeated by tf.data. The defaults are run_pretraining's: --jit_compile off, and with it on,
+--jit_compile_fast_path compiles without XLA where XLA is the slower path (mixed_bfloat16 on CPUs
+only: XLA's CPU backend does not reach oneDNN's bf16 kernels; albert_tf/training/fast_path.py,
+logged); the forward is compiled by the same rule. Lines report jit_compile_requested (the
+flag) and jit_compile (what the step was compiled with).
+
+Where the time goes: --profile=DIR writes a TensorFlow profiler trace of the timed steps into
+DIR/forward and DIR/train (TensorBoard's profile plugin opens it: `tensorboard --logdir=DIR`);
+the lines name it (profile_dir) and list the op types of most self time (profile_top_ops, from
+TensorFlow's own trace converter; null where it cannot read the trace). The timed steps then
+carry the profiler's overhead. ONEDNN_VERBOSE=1 in the environment makes oneDNN print a line per
+kernel it runs (`onednn_verbose,v1,primitive,exec,cpu,matmul,brg_matmul:avx512_core_amx,undef,
+src_bf16::blocked:ab:f0 ...,128x768:768x768,0.05`: the primitive, its implementation and
+instruction set, dtypes, shapes, ms): which ops reach oneDNN and how (ops absent from it ran in
+Eigen or XLA; `gemm_api ... src_f32` lines are Eigen's matmuls calling oneDNN's sgemm).
+TensorFlow's oneDNN bf16 kernels need AVX512-BF16 or AMX (`cpu` says whether the CPU has them);
+without them a bfloat16 matmul is converted to float32 (on an AVX2 EPYC its oneDNN lines are
+f32 sgemm), no faster than float32. The probe runs once per run, after the first line's timed
+steps, on the same cores: on a shared machine its rate and the steps' vary apart with the load,
+and mfu can exceed 1.
 
 serving lines: the pretrainer exported as export_saved_model writes it (--serving_precision),
 then loaded and called in a child process that does not import albert_tf, as TF Serving runs it.
@@ -34,7 +60,10 @@ FLOP count and peak table need neither, so TensorFlow and albert_tf are imported
 # pylint: disable=import-outside-toplevel
 
 import collections
+import functools
+import glob
 import json
+import logging
 import os
 import re
 import resource
@@ -94,8 +123,8 @@ def define_flags():
   flags.DEFINE_float("peak_tflops", None,
                      "Peak TFLOP/s of the device the step runs on, for mfu. Default: the dense "
                      "peak in tools/benchmark.py's PEAKS table of the accelerator TensorFlow "
-                     "reports, at the precision --mixed_precision computes in (none on a CPU).",
-                     lower_bound=0.0)
+                     "reports, at the precision --mixed_precision computes in; on a CPU, the "
+                     "GEMM probe's (--gemm_probe).", lower_bound=0.0)
   flags.DEFINE_string("spm_model_file", DEFAULT_SPM_MODEL,
                       "SentencePiece model for the serving export and its texts.")
   flags.DEFINE_list("serving_tokens", ["8", "32", "128"],
@@ -127,7 +156,21 @@ def define_flags():
                        "Train: updates per compiled call, as run_pretraining's flag.",
                        lower_bound=1)
   flags.DEFINE_enum("optimizer", "lamb", ["lamb", "adamw"], "Optimizer of the training step.")
-  flags.DEFINE_bool("jit_compile", True, "Compile the step with XLA.")
+  from albert_tf.settings import TrainSettings  # the binaries' defaults, no TensorFlow either
+  flags.DEFINE_bool("jit_compile", TrainSettings.jit_compile,
+                    "Compile the step with XLA (default: the binaries' --jit_compile default).")
+  flags.DEFINE_bool("jit_compile_fast_path", TrainSettings.jit_compile_fast_path,
+                    "As the binaries' flag: with --jit_compile, compile without XLA where it is "
+                    "the slower path (mixed_bfloat16 on CPUs only; albert_tf/training/"
+                    "fast_path.py). Lines report jit_compile_requested and jit_compile.")
+  flags.DEFINE_bool("gemm_probe", True,
+                    "On a CPU (no GPU/TPU) without --peak_tflops: time a square matmul at the "
+                    "step's precision and take its TFLOP/s as the peak of mfu.")
+  flags.DEFINE_string("profile", None,
+                      "Forward and train: write a TensorFlow profiler trace of the timed steps "
+                      "into <profile>/forward and <profile>/train (open with TensorBoard's "
+                      "profile plugin); the lines name it as profile_dir and give the top ops "
+                      "by self time. The timed steps then carry the profiler's overhead.")
   flags.DEFINE_enum("mixed_precision", "float32", list(PRECISION_POLICIES),
                     "Keras precision policy, as run_pretraining's flag (mixed_float16 adds its "
                     "dynamic loss scale to the training step).")
@@ -274,34 +317,102 @@ def tf32_enabled():
           and os.environ.get("NVIDIA_TF32_OVERRIDE") != "0")
 
 
+# -- a CPU's peak: the GEMM probe ------------------------------------------------------------------
+# The dtype a Keras policy computes its matmuls in.
+COMPUTE_DTYPES = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
+
+# The probe's sizes: it starts at 1024 (2.1 GFLOP: 0.05-0.08 s on 2 AVX2 cores, where 2048 is no
+# faster: 0.027-0.036 TFLOP/s against 0.027-0.031 in float32, measured) and doubles while one
+# matmul takes under GEMM_PROBE_MIN_SECONDS, up to 4096, so that a many-core or AMX CPU gets
+# enough work per call to reach its rate (a Xeon's 0.37 TFLOP/s float32 takes 6 ms at 1024 and
+# stops at 2048; its 1.4 TFLOP/s bf16 goes on to 4096, 0.1 s). The probe takes well under a
+# second on 2 cores, about as long on a large CPU.
+GEMM_PROBE_START_SIZE = 1024
+GEMM_PROBE_MAX_SIZE = 4096
+GEMM_PROBE_MIN_SECONDS = 0.02
+
+
+def gemm_peak_tflops(precision, size=GEMM_PROBE_START_SIZE, repeats=3, device=None):
+  """TFLOP/s of a [size, size] x [size, size] matmul in TensorFlow: one untimed call, then the
+  median of `repeats` timed ones (2 size^3 FLOPs each).
+
+  Args:
+    precision: the matmul's dtype, "float32", "bfloat16" or "float16" (COMPUTE_DTYPES of the
+      step's policy).
+    size: the matrices' side.
+    repeats: timed calls.
+    device: where to run it ("/CPU:0"), None for TensorFlow's placement (the first GPU, if any).
+
+  Returns:
+    float, TFLOP/s.
+  """
+  import contextlib
+  import tensorflow as tf
+  with tf.device(device) if device else contextlib.nullcontext():
+    rng = tf.random.Generator.from_seed(0)
+    a, b = (tf.cast(rng.normal([size, size]), precision) for _ in range(2))
+    # One element of the product comes back: the whole matmul runs, nothing large is copied.
+    matmul = tf.function(lambda a, b: tf.linalg.matmul(a, b)[0, 0])
+    seconds = time_steps(lambda: matmul(a, b), 1, repeats)
+  return 2 * size ** 3 / seconds / 1e12
+
+
+@functools.lru_cache(maxsize=None)
+def gemm_probe(mixed_precision, device="/CPU:0"):
+  """The GEMM probe of a step under `mixed_precision`, as utilization() takes it: the matmul
+  rate at the policy's compute dtype, at the first size (from GEMM_PROBE_START_SIZE, doubling)
+  whose matmul takes GEMM_PROBE_MIN_SECONDS. Measured once per process and policy, so that the
+  forward and train lines of a run share their peak.
+
+  Returns:
+    (TFLOP/s, "GEMM probe: 2048^3 bfloat16 matmul, measured").
+  """
+  dtype = COMPUTE_DTYPES[mixed_precision]
+  size = GEMM_PROBE_START_SIZE
+  tflops = gemm_peak_tflops(dtype, size, device=device)
+  while size < GEMM_PROBE_MAX_SIZE and 2 * size ** 3 / (tflops * 1e12) < GEMM_PROBE_MIN_SECONDS:
+    size *= 2
+    tflops = gemm_peak_tflops(dtype, size, device=device)
+  return _significant(tflops), f"GEMM probe: {size}^3 {dtype} matmul, measured"
+
+
 def _significant(x, digits=4):
   return float(f"{x:.{digits}g}")
 
 
-def utilization(flops, seconds, mixed_precision, peak_tflops=None, device_name=None, tf32=True):
+def utilization(flops, seconds, mixed_precision, peak_tflops=None, device_name=None, tf32=True,
+                cpu_peak=None):
   """Achieved TFLOP/s and MFU of a step of `flops` model FLOPs that took `seconds`.
 
   Args:
     flops: model FLOPs of the step (pretraining_flops).
     seconds: seconds per step.
     mixed_precision: the Keras policy of the step (picks the table's peak).
-    peak_tflops: the device's peak TFLOP/s, or None to look `device_name` up in PEAKS.
+    peak_tflops: the device's peak TFLOP/s, or None to look `device_name` up in PEAKS (a GPU or
+      TPU) or to take `cpu_peak` (a CPU).
     device_name: accelerator_name(), None for a CPU.
     tf32: tf32_enabled().
+    cpu_peak: (TFLOP/s, source) of gemm_probe(), or None (no probe: no mfu on a CPU).
 
   Returns:
-    {accelerator, achieved_tflops, peak_tflops, peak_source, mfu, mfu_note}: peak_tflops,
-    peak_source and mfu are None where no peak is known, and mfu_note then says why.
+    {accelerator, achieved_tflops, peak_tflops, peak_source, mfu, mfu_note}, and on a CPU
+    `cpu` (albert_tf.hardware.describe(): its name and matrix units): peak_tflops, peak_source
+    and mfu are None where no peak is known, and mfu_note then says why.
   """
   achieved = flops / seconds / 1e12
   fields = {"accelerator": device_name or "CPU", "achieved_tflops": _significant(achieved)}
+  if device_name is None:
+    from albert_tf import hardware  # no TensorFlow behind it
+    fields["cpu"] = hardware.describe()
   note = None
   if peak_tflops:
     source = "--peak_tflops"
+  elif device_name is None and cpu_peak:
+    peak_tflops, source = cpu_peak
   elif device_name is None:
     source = None
-    note = ("no accelerator: TensorFlow sees no GPU or TPU, and a CPU's peak is not in the "
-            "table; pass --peak_tflops for mfu")
+    note = ("no accelerator: TensorFlow sees no GPU or TPU, a CPU's peak is not in the table, "
+            "and the GEMM probe is off (--nogemm_probe); pass --peak_tflops for mfu")
   else:
     peak_tflops, source = peak_tflops_for(device_name, mixed_precision, tf32)
     if peak_tflops is None:
@@ -348,16 +459,58 @@ def synthetic_batch(config, batch_size, seq_length, num_predictions, seed=0):
   }
 
 
-def time_steps(fn, warmup, steps):
-  """Median seconds of `steps` calls of fn() after `warmup` untimed ones, each waited for."""
+def time_steps(fn, warmup, steps, profile_dir=None):
+  """Median seconds of `steps` calls of fn() after `warmup` untimed ones, each waited for; with
+  `profile_dir`, the timed calls are traced by TensorFlow's profiler into that directory."""
   for _ in range(warmup):
     _block(fn())
-  times = []
-  for _ in range(steps):
-    start = time.perf_counter()
-    _block(fn())
-    times.append(time.perf_counter() - start)
+  if profile_dir:
+    import tensorflow as tf
+    tf.profiler.experimental.start(profile_dir)
+  try:
+    times = []
+    for _ in range(steps):
+      start = time.perf_counter()
+      _block(fn())
+      times.append(time.perf_counter() - start)
+  finally:
+    if profile_dir:
+      tf.profiler.experimental.stop()
   return statistics.median(times)
+
+
+def profile_fields(profile_dir, count=8):
+  """The line's fields of a trace time_steps wrote: profile_dir, and profile_top_ops, the
+  `count` op types of most self time, [{"op", "where" (Host/Device), "self_ms", "share"}] summed
+  over the timed steps (idle time left out), or None where TensorFlow's profiler plugin cannot
+  read the trace (the summary is a convenience; the trace is there for TensorBoard either way).
+  """
+  return {"profile_dir": profile_dir, "profile_top_ops": _top_ops(profile_dir, count)}
+
+
+def _top_ops(profile_dir, count):
+  traces = sorted(glob.glob(os.path.join(profile_dir, "plugins", "profile", "*", "*.xplane.pb")))
+  if not traces:
+    return None
+  try:
+    # TensorFlow's own converter, as TensorBoard's profile plugin calls it: a private module,
+    # hence the fallback below.
+    from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
+    data, ok = _pywrap_profiler_plugin.xspace_to_tools_data(traces, "framework_op_stats", {})
+    table = json.loads(data)[0] if ok else None
+  except Exception:  # pylint: disable=broad-except
+    return None
+  if not table:
+    return None
+  columns = [c["id"] for c in table["cols"]]
+  self_us = collections.Counter()
+  for row in table["rows"]:
+    values = dict(zip(columns, (c.get("v") for c in row["c"])))
+    if values["type"] != "IDLE":
+      self_us[(values["type"], values["host_or_device"])] += values["total_self_time"]
+  total = sum(self_us.values()) or 1.0
+  return [{"op": op, "where": where, "self_ms": round(us / 1000.0, 2),
+           "share": round(us / total, 4)} for (op, where), us in self_us.most_common(count)]
 
 
 def _block(result):
@@ -410,61 +563,90 @@ def pretraining_runner(strategy, model, settings, mixed_precision):
   return PretrainingRunner(strategy, model, optimizer, settings, loss_scale)
 
 
-def benchmark_forward(model, config, batch, *, jit_compile=True, mixed_precision="float32",
-                      warmup_steps=2, steps=5, peak_tflops=None, fields=None):
-  """The forward line: model(batch) (masked-LM logits) timed, with its FLOPs and MFU; `fields`
-  are added to the line."""
+def step_utilization(flops, seconds, mixed_precision, peak_tflops, gemm_probe_on):
+  """utilization() of a step that ran here: the accelerator TensorFlow reports, and on a CPU
+  without --peak_tflops the GEMM probe's peak (unless `gemm_probe_on` is False)."""
+  device = accelerator_name()
+  cpu_peak = (gemm_probe(mixed_precision) if device is None and not peak_tflops
+              and gemm_probe_on else None)
+  return utilization(flops, seconds, mixed_precision, peak_tflops, device, tf32_enabled(),
+                     cpu_peak)
+
+
+def benchmark_forward(model, config, batch, *, jit_compile=False, jit_compile_fast_path=True,
+                      mixed_precision="float32", warmup_steps=2, steps=5, peak_tflops=None,
+                      gemm_probe_on=True, profile_dir=None, fields=None):
+  """The forward line: model(batch) (masked-LM logits) timed, with its FLOPs and MFU, compiled
+  with XLA as the training Runner would (fast_path.choose_jit_compile); `fields` are added to
+  the line. Arguments as benchmark_train's."""
   import tensorflow as tf
-  forward = tf.function(lambda b: model(b)["masked_lm_logits"], jit_compile=jit_compile)
-  seconds = time_steps(lambda: forward(batch), warmup_steps, steps)
+  from albert_tf.training import fast_path, memory
+  # Where TensorFlow places the forward outside a strategy: the first GPU, else the CPU.
+  choice = fast_path.choose_jit_compile(jit_compile, model.dtype_policy.name,
+                                        memory.local_devices(tf.distribute.get_strategy()),
+                                        jit_compile_fast_path)
+  if choice.reason:
+    logging.getLogger("albert_tf").warning(choice.reason)  # as the Runner logs it
+  forward = tf.function(lambda b: model(b)["masked_lm_logits"], jit_compile=choice.jit_compile)
+  seconds = time_steps(lambda: forward(batch), warmup_steps, steps, profile_dir)
   b, t = batch["input_ids"].shape
   flops = pretraining_flops(config, b, t, batch["masked_lm_positions"].shape[1])
   return measurement(
       "forward", seconds, b, flops_per_forward_pass=flops.forward,
-      **utilization(flops.forward, seconds, mixed_precision, peak_tflops, accelerator_name(),
-                    tf32_enabled()),
-      jit_compile=jit_compile, mixed_precision=mixed_precision, **(fields or {}))
+      **step_utilization(flops.forward, seconds, mixed_precision, peak_tflops, gemm_probe_on),
+      jit_compile_requested=jit_compile, jit_compile=choice.jit_compile,
+      mixed_precision=mixed_precision, **(profile_fields(profile_dir) if profile_dir else {}),
+      **(fields or {}))
 
 
 def benchmark_train(strategy, model, config, batch, *, optimizer="lamb", iterations_per_loop=1,
-                    jit_compile=True, mixed_precision="float32", warmup_steps=2, steps=5,
-                    peak_tflops=None, fields=None):
+                    jit_compile=False, jit_compile_fast_path=True, mixed_precision="float32",
+                    warmup_steps=2, steps=5, peak_tflops=None, gemm_probe_on=True,
+                    profile_dir=None, fields=None):
   """The train line: run_pretraining's Runner.train_steps on `batch` repeated, per update.
 
   Args:
     strategy, model: from build_pretrainer (the policy set).
     config: the model's AlbertConfig.
     batch: synthetic_batch(...): input_ids [B, T], masked_lm_positions [B, P], ...
-    optimizer, iterations_per_loop, jit_compile: as run_pretraining's flags.
+    optimizer, iterations_per_loop, jit_compile, jit_compile_fast_path: as run_pretraining's
+      flags (the Runner decides whether XLA compiles the step: albert_tf/training/fast_path.py).
     mixed_precision: the policy the model was built under.
     warmup_steps, steps: untimed and timed calls (each of iterations_per_loop updates).
-    peak_tflops: the device's peak, or None for the PEAKS table.
+    peak_tflops: the device's peak, or None for the PEAKS table (GPU, TPU) or the GEMM probe
+      (CPU).
+    gemm_probe_on: bool, whether a CPU's peak is probed (gemm_probe) when peak_tflops is None.
+    profile_dir: a directory for a profiler trace of the timed calls, or None.
     fields: more fields for the line (dict).
 
   Returns:
     The line: seconds_per_step (per update), flops_per_training_step, flops_per_forward_pass,
-    achieved_tflops, peak_tflops, peak_source, mfu, mfu_note, accelerator, ...
+    achieved_tflops, peak_tflops, peak_source, mfu, mfu_note, accelerator (cpu on a CPU),
+    jit_compile_requested, jit_compile (what the step was compiled with), profile_dir and
+    profile_top_ops with a profile_dir, ...
   """
   import tensorflow as tf
   from albert_tf.settings import TrainSettings
   b, t = batch["input_ids"].shape
   settings = TrainSettings(optimizer=optimizer, learning_rate=1e-4, num_train_steps=1000,
                            num_warmup_steps=10, train_batch_size=b,
-                           iterations_per_loop=iterations_per_loop, jit_compile=jit_compile)
+                           iterations_per_loop=iterations_per_loop, jit_compile=jit_compile,
+                           jit_compile_fast_path=jit_compile_fast_path)
   runner = pretraining_runner(strategy, model, settings, mixed_precision)
   iterator = iter(strategy.distribute_datasets_from_function(
       lambda _: tf.data.Dataset.from_tensors(batch).repeat()))
   n = iterations_per_loop
   # train_steps returns Python floats: each call has finished its n updates when it returns.
-  seconds = time_steps(lambda: runner.train_steps(iterator, n), warmup_steps, steps) / n
+  seconds = time_steps(lambda: runner.train_steps(iterator, n), warmup_steps, steps,
+                       profile_dir) / n
   flops = pretraining_flops(config, b, t, batch["masked_lm_positions"].shape[1])
   return measurement(
       "train", seconds, b, flops_per_training_step=flops.train,
       flops_per_forward_pass=flops.forward,
-      **utilization(flops.train, seconds, mixed_precision, peak_tflops, accelerator_name(),
-                    tf32_enabled()),
-      optimizer=optimizer, iterations_per_loop=n, jit_compile=jit_compile,
-      mixed_precision=mixed_precision, **(fields or {}))
+      **step_utilization(flops.train, seconds, mixed_precision, peak_tflops, gemm_probe_on),
+      optimizer=optimizer, iterations_per_loop=n, jit_compile_requested=jit_compile,
+      jit_compile=runner.jit_compile, mixed_precision=mixed_precision,
+      **(profile_fields(profile_dir) if profile_dir else {}), **(fields or {}))
 
 
 # -- serving --------------------------------------------------------------------------------------
@@ -732,18 +914,21 @@ def main(_):
   if modes & {"forward", "train", "all"}:
     strategy, model = build_pretrainer(config, FLAGS.mixed_precision)
     batch = synthetic_batch(config, FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions)
-    timing = dict(jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
-                  warmup_steps=FLAGS.warmup_steps, steps=FLAGS.steps,
-                  peak_tflops=FLAGS.peak_tflops,
+    timing = dict(jit_compile=FLAGS.jit_compile,
+                  jit_compile_fast_path=FLAGS.jit_compile_fast_path,
+                  mixed_precision=FLAGS.mixed_precision, warmup_steps=FLAGS.warmup_steps,
+                  steps=FLAGS.steps, peak_tflops=FLAGS.peak_tflops, gemm_probe_on=FLAGS.gemm_probe,
                   fields=dict(seq_length=FLAGS.seq_length, num_predictions=FLAGS.num_predictions,
                               config=FLAGS.config, threads=os.cpu_count(),
                               parameter_sharing=config.parameter_sharing,
                               parameters=model.count_params()))
+    profile = lambda mode: os.path.join(FLAGS.profile, mode) if FLAGS.profile else None
     if modes & {"forward", "all"}:
-      report(benchmark_forward(model, config, batch, **timing))
+      report(benchmark_forward(model, config, batch, profile_dir=profile("forward"), **timing))
     if modes & {"train", "all"}:
       report(benchmark_train(strategy, model, config, batch, optimizer=FLAGS.optimizer,
-                             iterations_per_loop=FLAGS.iterations_per_loop, **timing))
+                             iterations_per_loop=FLAGS.iterations_per_loop,
+                             profile_dir=profile("train"), **timing))
   if modes & {"serving", "all"}:
     if "saved_model" in runtimes:
       benchmark_serving(config, FLAGS.spm_model_file, token_counts, batch_sizes,

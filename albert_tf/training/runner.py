@@ -25,6 +25,8 @@ from albert_tf.checkpoints.layout import model_parts, original_variable_map
 # training.
 from albert_tf.finetuning.evaluation import checkpoint_steps
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
+from albert_tf.training import fast_path
+from albert_tf.training import memory
 from albert_tf.training import preemption
 from albert_tf.training import strategy as strategies
 from albert_tf.training import summaries
@@ -71,6 +73,11 @@ def build_optimizer_for(model, optimizer):
   return optimizer
 
 
+def _policy_name(model):
+  """The Keras precision policy the model was built under ("float32", "mixed_bfloat16", ...)."""
+  return model.dtype_policy.name
+
+
 class NonFiniteLossError(errors.AlbertError, RuntimeError):
   """A loss that became NaN or inf: the run stops unsaved (the fix is a lower learning rate or
   another precision, from the last good checkpoint), reported as one line."""
@@ -83,7 +90,9 @@ class Runner:
     strategy: the tf.distribute strategy the model and optimizer were created under.
     model: the keras.Model to train.
     optimizer: a Lamb or AdamWeightDecay (albert_tf.optimization).
-    settings: a TrainSettings (schedule, accumulation, clipping, jit_compile).
+    settings: a TrainSettings (schedule, accumulation, clipping, jit_compile: XLA unless the
+      device's fast path is without it, see albert_tf.training.fast_path; `jit_compile` here
+      is what the steps are compiled with).
     objective: an Objective (what is trained; see above).
     loss_scale: a DynamicLossScale for mixed_float16, else None.
 
@@ -109,11 +118,18 @@ class Runner:
     # Training records consumed (global), checkpointed: a resume knows where the data stands.
     self.records_consumed = tf.Variable(0, dtype=tf.int64, trainable=False,
                                         name="records_consumed")
+    # XLA as settings.jit_compile asks, unless it is the slower path for the device.
+    choice = fast_path.choose_jit_compile(
+        settings.jit_compile, _policy_name(model), memory.local_devices(strategy),
+        settings.jit_compile_fast_path)
+    if choice.reason:
+      logger.warning(choice.reason)
+    self.jit_compile = choice.jit_compile
     # reduce_retracing: batches trimmed to their longest sequence come in several lengths.
-    self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=settings.jit_compile,
+    self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=self.jit_compile,
                                     reduce_retracing=True)
     self._fused_step = tf.function(lambda features: self._step_body(features, distributed=False),
-                                   jit_compile=settings.jit_compile, reduce_retracing=True)
+                                   jit_compile=self.jit_compile, reduce_retracing=True)
     self._train_loop = tf.function(self._train_loop_impl)
     self._eval_loop = tf.function(self._eval_loop_impl)
 

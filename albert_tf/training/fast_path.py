@@ -1,0 +1,56 @@
+"""Whether a step is compiled with XLA: --jit_compile, unless XLA is the slower path on the
+device the step runs on.
+
+XLA's CPU backend compiles matmuls to its own kernels and does not reach oneDNN's bfloat16 ones
+(AMX, AVX512-BF16), so under mixed_bfloat16 on a host without GPU or TPU the XLA step is about
+twice as slow as TensorFlow's own graph, which runs oneDNN (ALBERT-base, batch 8, seq 128, on a
+Xeon with AMX: train step 2.11 s with XLA against 1.07 s without, forward 0.67 s against 0.345
+s; issue 32). There the step is compiled without XLA, and a warning says so. The rule:
+
+  --jit_compile   mixed_bfloat16   step runs on       compiled with XLA
+  false           any              any                no
+  true            float32/float16  any                yes
+  true            mixed_bfloat16   a GPU or TPU       yes
+  true            mixed_bfloat16   CPUs only          no, unless --nojit_compile_fast_path
+
+--nojit_compile_fast_path (settings.TrainSettings.jit_compile_fast_path=False) keeps XLA as asked,
+e.g. to compare the two paths.
+
+Imports no TensorFlow: the binaries, tools/benchmark.py and the tests ask it with device strings.
+"""
+
+import collections
+
+from albert_tf import hardware
+from albert_tf.training.memory import device_types
+
+JitChoice = collections.namedtuple("JitChoice", ["jit_compile", "reason"])
+
+# The Keras policies whose CPU matmuls XLA computes more slowly than TensorFlow's oneDNN kernels.
+SLOWER_UNDER_XLA_ON_CPU = ("mixed_bfloat16",)
+
+
+def choose_jit_compile(requested, policy, devices, fast_path=True):
+  """Whether to compile with XLA, per the rule in this module's docstring.
+
+  Args:
+    requested: bool, --jit_compile.
+    policy: the step's Keras precision policy name ("float32", "mixed_bfloat16",
+      "mixed_float16").
+    devices: the devices the step runs on: tf.distribute device strings
+      (strategy.extended.worker_devices, "/job:localhost/replica:0/task:0/device:CPU:0") or
+      types ("CPU", "GPU:0").
+    fast_path: bool, --jit_compile_fast_path; False keeps `requested` whatever the device.
+
+  Returns:
+    JitChoice(jit_compile, reason): reason is None where the request stands, else the one line
+    to log, saying why XLA is off and how to keep it.
+  """
+  if not (requested and fast_path and policy in SLOWER_UNDER_XLA_ON_CPU):
+    return JitChoice(bool(requested), None)
+  if device_types(devices) - {"CPU"}:
+    return JitChoice(True, None)
+  return JitChoice(False, (
+      f"--jit_compile with --mixed_precision={policy} on CPUs only ({hardware.describe()}): "
+      f"compiling without XLA, whose CPU backend does not reach oneDNN's bfloat16 kernels "
+      f"(2x slower steps measured with AMX); --nojit_compile_fast_path keeps XLA"))
