@@ -22,8 +22,10 @@ then loaded and called in a child process that does not import albert_tf, as TF 
 For each of --serving_tokens (a request's length, [CLS] and [SEP] included): the text signature
 on a text SentencePiece cuts into that many tokens, and the tokens signature on [B, tokens] ids;
 at batch 1 (p50_ms / p99_ms latency) and at each of --serving_batch_sizes (examples_per_second).
---serving_runtimes adds the portable exports (tflite, tflite_int8: LiteRT; onnx, onnx_int8: ONNX
-Runtime, int8 after its BERT fusions) of a random-weight encoder on the same [B, tokens] ids,
+--serving_runtimes adds the portable exports (tflite, tflite_int8, tflite_int8_no_xnnpack: LiteRT;
+onnx, onnx_int8: ONNX Runtime, dynamic int8 after its BERT fusions; onnx_int8_static and
+onnx_int8_static_qoperator: static int8 calibrated on synthetic ids) of a random-weight encoder,
+a fresh one per file (so the lines say nothing of accuracy), on the same [B, tokens] ids,
 each in its own child process without TensorFlow, --serving_threads threads; every line names
 its `runtime`.
 
