@@ -4,6 +4,13 @@ once.
   python -m albert_tf.export_onnx --albert_config_file=model/albert_config.json \
       --init_checkpoint=model --output_file=albert.onnx --quantize=dynamic_range
 
+  python -m albert_tf.export_onnx --init_checkpoint=mrpc_output --output_file=albert.onnx \
+      --quantize=static --calibration_data=mrpc_output/mrpc_train.tf_record
+
+--quantize=static fixes the int8 activations' ranges from --calibration_examples examples of
+--calibration_data (a TFRecord of input_ids/input_mask/segment_ids features, as the fine-tuning
+binaries cache them: export.calibration), --quant_format=qdq|qoperator (see export.onnx).
+
 Inputs input_ids, input_mask, segment_ids int32 [batch, length]; outputs sequence_output,
 pooled_output and the checkpoint's head outputs (see export.portable).
 
@@ -15,15 +22,28 @@ tagger's); --random_weights exports fresh weights, for size/speed benchmarks onl
 from absl import flags
 
 from albert_tf import cli
+from albert_tf import errors
 from albert_tf.export import portable_flags
 from albert_tf.startup import quiet_tensorflow_startup
 
 FLAGS = portable_flags.FLAGS
-portable_flags.define_flags(("none", "dynamic_range"))
+portable_flags.define_flags(("none", "dynamic_range", "static"))
 flags.DEFINE_integer("opset", 17, "The ONNX opset to target.")
 flags.DEFINE_bool("ort_optimize", False,
                   "Apply ONNX Runtime's transformer fusions (attention, LayerNorm, GELU): "
                   "faster in ONNX Runtime, but the file then needs ONNX Runtime's own ops.")
+flags.DEFINE_string("calibration_data", None,
+                    "--quantize=static: a TFRecord of the task's features (int64 input_ids, "
+                    "input_mask, segment_ids of at most --max_seq_length values, as "
+                    "run_classifier or create_pretraining_data writes them) that fixes the int8 "
+                    "activations' ranges.")
+flags.DEFINE_integer("calibration_examples", 128,
+                     "--quantize=static: how many of --calibration_data's first examples to "
+                     "calibrate on.", lower_bound=1)
+flags.DEFINE_enum("quant_format", "qdq", ["qdq", "qoperator"],
+                  "--quantize=static: how the file spells int8: qdq (QuantizeLinear/"
+                  "DequantizeLinear around float ops, fused by ONNX Runtime at load; its "
+                  "recommended CPU format) or qoperator (QLinearMatMul ops).")
 
 
 def main(argv):
@@ -32,10 +52,31 @@ def main(argv):
   # pylint: disable-next=import-outside-toplevel
   from albert_tf.export.onnx import export_onnx, require_dependencies
   require_dependencies(FLAGS.quantize, FLAGS.ort_optimize)  # before the model loads
+  calibration = calibration_from_flags()
   model = portable_flags.model_from_flags()
   size = export_onnx(model, FLAGS.output_file, FLAGS.max_seq_length, FLAGS.quantize,
-                     FLAGS.opset, FLAGS.ort_optimize)
+                     FLAGS.opset, FLAGS.ort_optimize, calibration, FLAGS.quant_format)
   portable_flags.report(FLAGS.output_file, size, model)
+
+
+def calibration_from_flags():
+  """--calibration_data's examples for --quantize=static (None otherwise), read before the model
+  loads so that a wrong file fails at once.
+
+  Raises:
+    errors.UsageError: --calibration_data missing for --quantize=static, given without it, or
+      naming no file.
+    errors.DataFormatError: a file read_calibration_examples refuses.
+  """
+  from albert_tf.export.calibration import read_calibration_examples  # pylint: disable=import-outside-toplevel
+  if FLAGS.quantize != "static":
+    if FLAGS.calibration_data:
+      raise errors.UsageError(f"--calibration_data={FLAGS.calibration_data} with "
+                              f"--quantize={FLAGS.quantize}: calibration is for --quantize=static;"
+                              " drop the flag or quantize statically")
+    return None
+  return read_calibration_examples(FLAGS.calibration_data, FLAGS.max_seq_length,
+                                   FLAGS.calibration_examples)
 
 
 def run():

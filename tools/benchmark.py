@@ -48,8 +48,10 @@ then loaded and called in a child process that does not import albert_tf, as TF 
 For each of --serving_tokens (a request's length, [CLS] and [SEP] included): the text signature
 on a text SentencePiece cuts into that many tokens, and the tokens signature on [B, tokens] ids;
 at batch 1 (p50_ms / p99_ms latency) and at each of --serving_batch_sizes (examples_per_second).
---serving_runtimes adds the portable exports (tflite, tflite_int8: LiteRT; onnx, onnx_int8: ONNX
-Runtime, int8 after its BERT fusions) of a random-weight encoder on the same [B, tokens] ids,
+--serving_runtimes adds the portable exports (tflite, tflite_int8, tflite_int8_no_xnnpack: LiteRT;
+onnx, onnx_int8: ONNX Runtime, dynamic int8 after its BERT fusions; onnx_int8_static and
+onnx_int8_static_qoperator: static int8 calibrated on synthetic ids) of a random-weight encoder,
+a fresh one per file (so the lines say nothing of accuracy), on the same [B, tokens] ids,
 each in its own child process without TensorFlow, --serving_threads threads; every line names
 its `runtime`.
 
@@ -89,14 +91,26 @@ DEFAULT_SPM_MODEL = os.path.join(REPO_ROOT, "tests", "testdata", "original_pretr
 # requests (the synthetic "aaaa..." of a fixed length would be a few long pieces).
 SERVING_CORPUS = os.path.join(REPO_ROOT, "data", "sample", "corpus.txt")
 
-# Portable exports: runtime -> (file name, exporter module, quantize, ONNX Runtime fusions).
-# onnx_int8 is ORT's fastest CPU path: the BERT fusions, then int8 weights.
+# Portable exports: runtime -> (file name, exporter module, the exporter's options, the runner's
+# options: export.portable_runtime.runner_for's).
+# onnx_int8 is dynamic int8 after ORT's BERT fusions (its fastest dynamic path); the static ones
+# are calibrated on synthetic ids (export_portable: the model's weights are random too, so no
+# task data would represent its activations better). tflite_int8 runs with the runner's default
+# XNNPACK settings; tflite_int8_no_xnnpack with LiteRT's own kernels, for the comparison.
 PORTABLE_RUNTIMES = {
-    "tflite": ("tflite.tflite", "tflite", "none", False),
-    "tflite_int8": ("tflite_int8.tflite", "tflite", "dynamic_range", False),
-    "onnx": ("onnx.onnx", "onnx", "none", False),
-    "onnx_int8": ("onnx_int8.onnx", "onnx", "dynamic_range", True),
+    "tflite": ("tflite.tflite", "tflite", {"quantize": "none"}, {}),
+    "tflite_int8": ("tflite_int8.tflite", "tflite", {"quantize": "dynamic_range"}, {}),
+    "tflite_int8_no_xnnpack": ("tflite_int8.tflite", "tflite", {"quantize": "dynamic_range"},
+                               {"xnnpack": "off"}),
+    "onnx": ("onnx.onnx", "onnx", {"quantize": "none"}, {}),
+    "onnx_int8": ("onnx_int8.onnx", "onnx", {"quantize": "dynamic_range", "optimize": True}, {}),
+    "onnx_int8_static": ("onnx_int8_static.onnx", "onnx",
+                         {"quantize": "static", "quant_format": "qdq"}, {}),
+    "onnx_int8_static_qoperator": ("onnx_int8_static_qoperator.onnx", "onnx",
+                                   {"quantize": "static", "quant_format": "qoperator"}, {}),
 }
+# The static exports' calibration: this many synthetic examples (export.calibration).
+PORTABLE_CALIBRATION_EXAMPLES = 32
 
 # Training = forward + backward, and the backward pass of a matmul is two matmuls of the same
 # size (gradients of both operands): 3x the forward FLOPs.
@@ -762,7 +776,7 @@ def _request_count(requests, batch):
 def export_portable(config, runtime, max_seq_length, directory):
   """The portable export of a random-weight AlbertModel timed as `runtime` (PORTABLE_RUNTIMES),
   written under `directory` unless it is there already. Returns its path."""
-  file_name, exporter, quantize, fused = PORTABLE_RUNTIMES[runtime]
+  file_name, exporter, options, _ = PORTABLE_RUNTIMES[runtime]
   path = os.path.join(directory, file_name)
   if os.path.exists(path):
     return path
@@ -770,10 +784,16 @@ def export_portable(config, runtime, max_seq_length, directory):
   model = albert_tf.AlbertModel(config)
   if exporter == "tflite":
     from albert_tf.export.tflite import export_tflite
-    export_tflite(model, path, max_seq_length, quantize)
+    export_tflite(model, path, max_seq_length, **options)
   else:
+    from albert_tf.export.calibration import synthetic_examples
     from albert_tf.export.onnx import export_onnx
-    export_onnx(model, path, max_seq_length, quantize, optimize=fused)
+    if options["quantize"] == "static":
+      # Requests of several lengths, the ids the timed requests draw from (portable_child).
+      lengths = sorted({min(n, max_seq_length) for n in (8, 32, 64, max_seq_length)})
+      options = dict(options, calibration=synthetic_examples(
+          min(config.vocab_size, 900), lengths, PORTABLE_CALIBRATION_EXAMPLES))
+    export_onnx(model, path, max_seq_length, **options)
   return path
 
 
@@ -791,6 +811,7 @@ def benchmark_portable(config, runtimes, token_counts, batch_sizes, requests, wa
     for runtime in runtimes:
       path = export_portable(config, runtime, max(token_counts), base)
       plan = {"runtime": runtime, "path": path, "threads": threads,
+              "runner_options": PORTABLE_RUNTIMES[runtime][3],
               "token_counts": list(token_counts),
               "batch_sizes": [1] + [b for b in batch_sizes if b != 1],
               "requests": requests, "warmup": warmup, "vocab_size": config.vocab_size,
@@ -827,7 +848,7 @@ def portable_child(plan_file):
   from albert_tf.export.portable_runtime import runner_for
   with open(plan_file, encoding="utf-8") as f:
     plan = json.load(f)
-  run = runner_for(plan["path"], plan["threads"])
+  run = runner_for(plan["path"], plan["threads"], **plan["runner_options"])
   rng = np.random.default_rng(0)
   for n in plan["token_counts"]:
     for batch in plan["batch_sizes"]:

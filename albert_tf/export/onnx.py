@@ -9,6 +9,19 @@ Options:
                           for the MatMuls and the embedding Gathers, activations quantized per
                           request; the softmax, LayerNorm and GELU stay float, as in
                           export.tflite, for the accuracy they cost in int8.
+  quantize=static         ONNX Runtime's static quantization: the same int8 weights, and uint8
+                          activations whose ranges are fixed from calibration examples
+                          (export.calibration: the task's data) instead of measured per request,
+                          so that no request pays for finding them. u8 activations x s8
+                          per-channel weights without reduce_range: the operands of MLAS's
+                          u8s8 kernels (VNNI, AMX-INT8). Only the MatMuls and the embedding
+                          Gathers are quantized; softmax, LayerNorm and GELU stay float.
+                          quant_format says how the file spells it:
+                            qdq        QuantizeLinear/DequantizeLinear pairs around float ops,
+                                       which ORT fuses into its integer kernels at load (the
+                                       format ORT recommends for CPUs since 1.11);
+                            qoperator  the integer ops themselves (QLinearMatMul), with a
+                                       QuantizeLinear/DequantizeLinear at each float boundary.
   ort_optimize            ONNX Runtime's transformer fusions (onnxruntime.transformers, model type
                           'bert': attention, LayerNorm, GELU, skip connections) before
                           quantizing: faster in ORT, but the fused ops are ORT's own
@@ -26,7 +39,11 @@ from albert_tf import errors
 from albert_tf import io
 from albert_tf.export.portable import input_signature, serving_function
 
-QUANTIZE_CHOICES = ("none", "dynamic_range")
+QUANTIZE_CHOICES = ("none", "dynamic_range", "static")
+QUANT_FORMATS = ("qdq", "qoperator")
+# The ops static quantization rewrites (see the module docstring): the weights' and the attention
+# scores' matmuls, and the embedding lookups.
+STATIC_OP_TYPES = ("MatMul", "Gather")
 DEFAULT_OPSET = 17
 # The dynamic axes' names in the file (tf2onnx writes unk__N).
 AXIS_NAMES = ("batch", "length")
@@ -119,8 +136,73 @@ def quantize_dynamic(proto):
     return onnx.load(target)
 
 
+def activation_matmuls(proto):
+  """The names of the MatMuls that multiply two activations (the attention scores and their
+  weighted sum), not an activation by a weight: they stay float, as quantize_dynamic leaves
+  them, since the softmax's probabilities in uint8 cost accuracy for few FLOPs."""
+  weights = {init.name for init in proto.graph.initializer}
+  return [node.name for node in proto.graph.node
+          if node.op_type == "MatMul" and not weights.intersection(node.input)]
+
+
+def check_static_options(calibration, quant_format):
+  """Raises errors.UsageError unless quantize_static can run with these (before a conversion
+  that takes minutes)."""
+  if not calibration:
+    raise errors.UsageError("quantize=static needs calibration examples: give --calibration_data "
+                            "(export.calibration.read_calibration_examples)")
+  if quant_format not in QUANT_FORMATS:
+    raise errors.UsageError(f"quant_format={quant_format!r}: choose one of "
+                            f"{', '.join(QUANT_FORMATS)}")
+
+
+def quantize_static(proto, calibration, quant_format="qdq"):
+  """ONNX Runtime's static int8 quantization of `proto` (see the module docstring).
+
+  Args:
+    proto: the float ModelProto.
+    calibration: a list of {input_ids, input_mask, segment_ids: int32 [1, t]} features
+      (export.calibration), run through the float model to fix each activation's range.
+    quant_format: one of QUANT_FORMATS.
+
+  Returns:
+    The quantized ModelProto.
+  """
+  import onnx  # pylint: disable=import-outside-toplevel
+  from onnxruntime import quantization  # pylint: disable=import-outside-toplevel
+
+  class Reader(quantization.CalibrationDataReader):
+    """The calibration examples, one at a time (their lengths differ)."""
+
+    def __init__(self):
+      self.examples = iter(calibration)
+
+    def get_next(self):
+      return next(self.examples, None)
+
+  check_static_options(calibration, quant_format)
+  formats = {"qdq": quantization.QuantFormat.QDQ,
+             "qoperator": quantization.QuantFormat.QOperator}
+  with tempfile.TemporaryDirectory() as tmp:
+    source, target = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "int8.onnx")
+    onnx.save(proto, source)
+    quantization.quantize_static(
+        source, target, Reader(), quant_format=formats[quant_format],
+        op_types_to_quantize=list(STATIC_OP_TYPES), nodes_to_exclude=activation_matmuls(proto),
+        per_channel=True, reduce_range=False,
+        activation_type=quantization.QuantType.QUInt8,
+        weight_type=quantization.QuantType.QInt8,
+        # MinMax: the ranges seen. ORT's Percentile and Entropy calibrators need examples of one
+        # length (they stack them), and clipped the tiny fixture's outputs further from float.
+        calibrate_method=quantization.CalibrationMethod.MinMax,
+        # Not CalibMaxIntermediateOutputs: ORT 1.31 drops each full chunk uncomputed. Memory
+        # is small without it: MinMax keeps two scalars (ReduceMin/Max) per tensor per example.
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    return onnx.load(target)
+
+
 def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAULT_OPSET,
-                optimize=False):
+                optimize=False, calibration=None, quant_format="qdq"):
   """Writes `model`'s serving function as an .onnx file, atomically.
 
   Args:
@@ -130,6 +212,9 @@ def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAU
     quantize: one of QUANTIZE_CHOICES.
     opset: the ONNX opset to target.
     optimize: apply ONNX Runtime's transformer fusions (ORT-only ops; see the module docstring).
+    calibration: for quantize=static, the examples that fix the activations' ranges (a list as
+      export.calibration.read_calibration_examples returns).
+    quant_format: for quantize=static, one of QUANT_FORMATS.
 
   Returns:
     The number of bytes written.
@@ -140,11 +225,15 @@ def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAU
   if quantize not in QUANTIZE_CHOICES:
     raise errors.UsageError(f"quantize={quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)}")
   require_dependencies(quantize, optimize)
+  if quantize == "static":
+    check_static_options(calibration, quant_format)
   proto = convert(model, max_seq_length, opset)
   if optimize:
     proto = ort_optimize(proto, model.config)
   if quantize == "dynamic_range":
     proto = quantize_dynamic(proto)
+  elif quantize == "static":
+    proto = quantize_static(proto, calibration, quant_format)
   data = proto.SerializeToString()
   with io.AtomicFile(output_file) as f:
     f.write(data)

@@ -13,18 +13,33 @@ from albert_tf import errors
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
+# LiteRT's XNNPACK settings (TfliteRunner's xnnpack): off (LiteRT's own kernels), default
+# (the XNNPACK delegate LiteRT applies unasked; it runs the dynamic-range int8 FULLY_CONNECTEDs),
+# latest (that delegate with its flag-protected features too). Measured on ALBERT-base int8
+# (docs/exports.md): default is 2.8x off at 128 tokens; latest is no faster than default.
+XNNPACK_CHOICES = ("off", "default", "latest")
+DEFAULT_XNNPACK = "default"
+
+
 class TfliteRunner:
   """A .tflite file's serving_default signature in LiteRT.
 
   Args:
     path: the .tflite file.
     num_threads: LiteRT's CPU threads.
+    xnnpack: one of XNNPACK_CHOICES.
   """
 
-  def __init__(self, path, num_threads=2):
+  def __init__(self, path, num_threads=2, xnnpack=DEFAULT_XNNPACK):
     litert = errors.require_module("ai_edge_litert.interpreter", "portable",
                                    "running a .tflite file")
-    self.interpreter = litert.Interpreter(model_path=path, num_threads=num_threads)
+    if xnnpack not in XNNPACK_CHOICES:
+      raise errors.UsageError(f"xnnpack={xnnpack!r}: choose one of {', '.join(XNNPACK_CHOICES)}")
+    resolver = (litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if xnnpack == "off"
+                else litert.OpResolverType.AUTO)
+    self.interpreter = litert.Interpreter(
+        model_path=path, num_threads=num_threads, experimental_op_resolver_type=resolver,
+        experimental_default_delegate_latest_features=xnnpack == "latest")
     self.runner = self.interpreter.get_signature_runner("serving_default")
     self.output_names = sorted(self.interpreter.get_signature_list()["serving_default"]["outputs"])
 
@@ -56,10 +71,10 @@ class OnnxRunner:
     return dict(zip(self.output_names, values))
 
 
-def runner_for(path, num_threads=2):
-  """The runner of a .tflite or .onnx file, by its extension."""
+def runner_for(path, num_threads=2, xnnpack=DEFAULT_XNNPACK):
+  """The runner of a .tflite or .onnx file, by its extension (xnnpack: TfliteRunner's)."""
   if str(path).endswith(".tflite"):
-    return TfliteRunner(path, num_threads)
+    return TfliteRunner(path, num_threads, xnnpack)
   if str(path).endswith(".onnx"):
     return OnnxRunner(path, num_threads)
   raise errors.UsageError(f"{path}: a portable export ends in .tflite or .onnx")

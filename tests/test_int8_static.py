@@ -1,0 +1,204 @@
+"""Static int8 ONNX exports (export_onnx --quantize=static, export.calibration): calibrated on the
+task's features, they give the float model's outputs as closely as the dynamic export does
+(cosine on real tokens, the same predicted classes), their ops are the asked format's (QDQ pairs
+around the weight MatMuls, or QLinearMatMul; u8 activations, s8 per-channel weights, no request-time
+quantization), and a calibration file that cannot work is refused in one line naming the flag and
+the file."""
+
+import os
+
+import numpy as np
+import pytest
+
+import albert_tf
+from albert_tf import errors
+from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
+from albert_tf.export import onnx as onnx_export
+from albert_tf.export import portable
+from albert_tf.export.calibration import read_calibration_examples
+from albert_tf.export.portable_runtime import worst_cosine
+from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
+from test_portable_exports import _run_in_runtimes
+
+MRPC = os.path.join(TESTDATA, "original_finetuning", "classifier", "mrpc")
+MAX_SEQ_LENGTH = 48  # the fixture's features' length
+
+
+def _write_features(path, features, names=("input_ids", "input_mask", "segment_ids")):
+  """A TFRecord of `features`' rows, as run_classifier caches them (int64 features)."""
+  with AtomicTFRecordWriter(str(path)) as writer:
+    for row in range(len(features["input_ids"])):
+      writer.write(encode_example({name: int64_feature([int(v) for v in features[name][row]])
+                                   for name in names}))
+  return path
+
+
+def _dev_features():
+  with np.load(os.path.join(MRPC, "reference.npz")) as ref:
+    return {name: ref[f"dev_{name}"].astype(np.int32) for name in portable.INPUT_NAMES}
+
+
+def test_calibration_examples_are_cut_to_their_real_tokens(tmp_path):
+  features = _dev_features()
+  path = _write_features(tmp_path / "dev.tf_record", features)
+  examples = read_calibration_examples(str(path), MAX_SEQ_LENGTH, limit=11)
+  assert len(examples) == 11
+  real_lengths = [int(mask.sum()) for mask in features["input_mask"][:11]]
+  assert real_lengths[2] == 27 and real_lengths[7] == 37  # rows with padding
+  for row, (example, real) in enumerate(zip(examples, real_lengths)):
+    for name in portable.INPUT_NAMES:
+      np.testing.assert_array_equal(example[name], features[name][row:row + 1, :real])
+      assert example[name].dtype == np.int32
+
+
+def _refusal(tmp_path, path, max_seq_length=MAX_SEQ_LENGTH):
+  with pytest.raises(errors.AlbertError) as raised:
+    read_calibration_examples(str(path), max_seq_length)
+  message = str(raised.value)
+  assert "\n" not in message and f"--calibration_data={path}" in message, message
+  return message
+
+
+def test_a_missing_calibration_file_is_refused(tmp_path):
+  message = _refusal(tmp_path, tmp_path / "nowhere.tf_record")
+  assert "no such file" in message and "input_ids/input_mask/segment_ids" in message
+
+
+def test_an_empty_calibration_file_is_refused(tmp_path):
+  path = tmp_path / "empty.tf_record"
+  path.write_bytes(b"")
+  assert "holds no records" in _refusal(tmp_path, path)
+
+
+def test_features_longer_than_the_export_are_refused(tmp_path):
+  path = _write_features(tmp_path / "long.tf_record", _dev_features())
+  message = _refusal(tmp_path, path, max_seq_length=32)
+  assert "input_ids=48" in message and "--max_seq_length is 32" in message, message
+
+
+def test_a_file_without_the_features_is_refused(tmp_path):
+  path = _write_features(tmp_path / "ids.tf_record", _dev_features(), names=("input_ids",))
+  message = _refusal(tmp_path, path)
+  assert "no int64 feature `input_mask`" in message, message
+
+
+@pytest.mark.slow
+def test_binary_names_the_calibration_flag_in_one_line(tmp_path):
+  missing = tmp_path / "missing.tf_record"
+  result = run_binary("export_onnx", [
+      f"--albert_config_file={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}",
+      f"--output_file={tmp_path / 'x.onnx'}", "--max_seq_length=48", "--random_weights",
+      "--quantize=static", f"--calibration_data={missing}"], check=False)
+  assert result.returncode == errors.USAGE_EXIT_CODE
+  lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+  assert len(lines) == 1 and f"--calibration_data={missing}: no such file" in lines[0], \
+      result.stderr[-2000:]
+  assert "Traceback" not in result.stderr
+  assert not (tmp_path / "x.onnx").exists()
+
+
+@pytest.fixture(scope="module")
+def static_exports(tmp_path_factory):
+  """The fixture MRPC classifier exported float, dynamic int8 and static int8 (QDQ by the binary,
+  QOperator by the API), calibrated on its dev features; the Keras outputs and the runtimes'."""
+  tmp = tmp_path_factory.mktemp("int8_static")
+  features = _dev_features()
+  calibration_file = _write_features(tmp / "mrpc_dev.tf_record", features)
+  checkpoint = os.path.join(MRPC, "model.ckpt-4")
+  paths = {"qdq": tmp / "qdq.onnx", "qoperator": tmp / "qoperator.onnx",
+           "dynamic": tmp / "dynamic.onnx", "float": tmp / "float.onnx"}
+  run_binary("export_onnx", [
+      f"--albert_config_file={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}",
+      f"--init_checkpoint={checkpoint}", "--head=classifier", f"--output_file={paths['qdq']}",
+      f"--max_seq_length={MAX_SEQ_LENGTH}", "--quantize=static",
+      f"--calibration_data={calibration_file}"])
+  config = albert_tf.AlbertConfig.from_json_file(os.path.join(ORIGINAL_MODEL,
+                                                              "albert_config.json"))
+  model = portable.load_exportable_model(config, checkpoint, head="classifier")
+  calibration = read_calibration_examples(str(calibration_file), MAX_SEQ_LENGTH)
+  onnx_export.export_onnx(model, paths["qoperator"], MAX_SEQ_LENGTH, "static",
+                          calibration=calibration, quant_format="qoperator")
+  onnx_export.export_onnx(model, paths["dynamic"], MAX_SEQ_LENGTH, "dynamic_range")
+  onnx_export.export_onnx(model, paths["float"], MAX_SEQ_LENGTH, "none")
+  # Requests of their own length, shorter than the export's: [B, 40] with padding.
+  request = {name: value[:, :40] for name, value in features.items()}
+  keras = {k: np.asarray(v) for k, v in portable.serving_outputs(model, request).items()}
+  outputs = _run_in_runtimes(paths.values(), request, tmp)
+  return {"paths": paths, "keras": keras, "features": request,
+          "outputs": {name: {k.split(":")[1]: v for k, v in outputs.items()
+                             if k.startswith(path.name + ":")}
+                      for name, path in paths.items()}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quant_format", ["qdq", "qoperator"])
+def test_static_int8_agrees_with_float(static_exports, quant_format):
+  outputs = static_exports["outputs"][quant_format]
+  keras, mask = static_exports["keras"], static_exports["features"]["input_mask"]
+  assert sorted(outputs) == ["pooled_output", "probabilities", "sequence_output"]
+  cosine = worst_cosine(outputs["sequence_output"], keras["sequence_output"], mask)
+  # The dynamic export's bar (test_portable_exports); this 32-wide fixture is the hard case for
+  # int8 (few values per dot product to average the rounding out).
+  assert cosine >= 0.97, cosine
+  np.testing.assert_array_equal(outputs["probabilities"].argmax(-1),
+                                keras["probabilities"].argmax(-1))
+  np.testing.assert_allclose(static_exports["outputs"]["float"]["sequence_output"],
+                             keras["sequence_output"], atol=1e-4)
+
+
+def _ops(path):
+  import onnx  # pylint: disable=import-outside-toplevel
+  return onnx.load(str(path)).graph
+
+
+def _count(graph, op_type):
+  return sum(node.op_type == op_type for node in graph.node)
+
+
+def _weight_matmuls(graph):
+  weights = {init.name for init in graph.initializer}
+  return [n for n in graph.node if n.op_type == "MatMul" and weights.intersection(n.input)]
+
+
+@pytest.mark.slow
+def test_static_files_hold_the_asked_formats(static_exports):
+  from onnx import TensorProto, numpy_helper  # pylint: disable=import-outside-toplevel
+  float_graph = _ops(static_exports["paths"]["float"])
+  weight_matmuls = len(_weight_matmuls(float_graph))
+  # 3 layers x (Q, K, V, output, 2 FFN) + embedding projection + pooler + classifier.
+  assert weight_matmuls == 21
+  activation_matmuls = _count(float_graph, "MatMul") - weight_matmuls
+  for name in ("qdq", "qoperator"):
+    graph = _ops(static_exports["paths"][name])
+    # Static: no request pays for finding a range.
+    assert _count(graph, "DynamicQuantizeLinear") == 0 and _count(graph, "MatMulInteger") == 0
+    inits = {init.name: init for init in graph.initializer}
+    producers = {out: node for node in graph.node for out in node.output}
+    if name == "qoperator":
+      assert _count(graph, "QLinearMatMul") == weight_matmuls
+      # The attention scores' matmuls (two activations) stay float.
+      assert _count(graph, "MatMul") == activation_matmuls
+      for node in (n for n in graph.node if n.op_type == "QLinearMatMul"):
+        # a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
+        assert inits[node.input[2]].data_type == TensorProto.UINT8
+        b_zero_point = inits[node.input[5]]
+        assert b_zero_point.data_type == TensorProto.INT8
+        assert numpy_helper.to_array(b_zero_point).size == inits[node.input[3]].dims[-1] > 1
+    else:
+      assert _count(graph, "QLinearMatMul") == 0
+      quantized = 0
+      for node in (n for n in graph.node if n.op_type == "MatMul"):
+        dequantized = [producers.get(i) for i in node.input]
+        if not all(p is not None and p.op_type == "DequantizeLinear" for p in dequantized):
+          continue
+        quantized += 1
+        activation, weight = dequantized
+        assert inits[activation.input[2]].data_type == TensorProto.UINT8
+        assert numpy_helper.to_array(inits[activation.input[2]]).size == 1
+        weight_zero_point = inits[weight.input[2]]
+        assert weight_zero_point.data_type == TensorProto.INT8
+        assert inits[weight.input[0]].data_type == TensorProto.INT8
+        # Per output channel: one scale and zero point per column.
+        assert numpy_helper.to_array(weight_zero_point).size == inits[weight.input[0]].dims[-1]
+      assert quantized == weight_matmuls
+      assert _count(graph, "QuantizeLinear") >= weight_matmuls
