@@ -329,8 +329,8 @@ def main(argv):
     config_path(args.config)
     if os.path.abspath(args.hf_python) != os.path.abspath(sys.executable):
       check_interpreter(args.hf_python)
-      return subprocess.run([args.hf_python, os.path.abspath(__file__)] + _without_hf_python(argv[1:]),
-                            check=False).returncode
+      rerun = [args.hf_python, os.path.abspath(__file__)] + _without_hf_python(argv[1:])
+      return subprocess.run(rerun, check=False).returncode
     try:
       import torch  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
       import transformers  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
