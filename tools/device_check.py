@@ -266,8 +266,8 @@ def summary(results, tiny, fixture_tests):
               if "gpu_peak_memory_mb" in t else "")
     lines.append(
         f"training throughput                 {verdict(t['passed'])}  {t['config']}, batch "
-        f"{t['batch_size']}, seq {t['seq_length']}, {t['mixed_precision']}, XLA on "
-        f"{t['accelerator']}: {t['seconds_per_step']} s/step, {t['examples_per_second']} "
+        f"{t['batch_size']}, seq {t['seq_length']}, {t['mixed_precision']}, "
+        f"{'XLA' if t['jit_compile'] else 'no XLA'} on {t['accelerator']}: {t['seconds_per_step']} s/step, {t['examples_per_second']} "
         f"examples/s, {t['achieved_tflops']} TFLOP/s, {mfu}{memory}")
   lines.append(f"DEVICE CHECK{' (--tiny)' if tiny else ''}: {verdict(results['passed'])}")
   return "\n".join(lines)

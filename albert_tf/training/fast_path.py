@@ -5,13 +5,18 @@ XLA's CPU backend compiles matmuls to its own kernels and does not reach oneDNN'
 (AMX, AVX512-BF16), so under mixed_bfloat16 on a host without GPU or TPU the XLA step is about
 twice as slow as TensorFlow's own graph, which runs oneDNN (ALBERT-base, batch 8, seq 128, on a
 Xeon with AMX: train step 2.11 s with XLA against 1.07 s without, forward 0.67 s against 0.345
-s; issue 32). There the step is compiled without XLA, and a warning says so. The rule:
+s; issue 32). There the step is compiled without XLA, and a warning says so. Where the CPU
+has no bfloat16 units (hardware.has_native_bf16(): neither AMX-BF16 nor AVX512-BF16), oneDNN has
+no bfloat16 kernels either, both paths convert element by element, and XLA was not the slower one
+(an AVX2 EPYC: bf16 forward 3.4 s with XLA against 4.0 s without), so the request stands. The
+rule:
 
-  --jit_compile   mixed_bfloat16   step runs on       compiled with XLA
-  false           any              any                no
-  true            float32/float16  any                yes
-  true            mixed_bfloat16   a GPU or TPU       yes
-  true            mixed_bfloat16   CPUs only          no, unless --nojit_compile_fast_path
+  --jit_compile   mixed_bfloat16   step runs on                  compiled with XLA
+  false           any              any                           no
+  true            float32/float16  any                           yes
+  true            mixed_bfloat16   a GPU or TPU                  yes
+  true            mixed_bfloat16   CPUs without bf16 units       yes
+  true            mixed_bfloat16   CPUs with AMX / AVX512-BF16   no, unless --nojit_compile_fast_path
 
 --nojit_compile_fast_path (settings.TrainSettings.jit_compile_fast_path=False) keeps XLA as asked,
 e.g. to compare the two paths.
@@ -30,7 +35,7 @@ JitChoice = collections.namedtuple("JitChoice", ["jit_compile", "reason"])
 SLOWER_UNDER_XLA_ON_CPU = ("mixed_bfloat16",)
 
 
-def choose_jit_compile(requested, policy, devices, fast_path=True):
+def choose_jit_compile(requested, policy, devices, fast_path=True, native_bf16=None):
   """Whether to compile with XLA, per the rule in this module's docstring.
 
   Args:
@@ -41,6 +46,8 @@ def choose_jit_compile(requested, policy, devices, fast_path=True):
       (strategy.extended.worker_devices, "/job:localhost/replica:0/task:0/device:CPU:0") or
       types ("CPU", "GPU:0").
     fast_path: bool, --jit_compile_fast_path; False keeps `requested` whatever the device.
+    native_bf16: bool, whether the host CPU has bfloat16 units; None asks
+      hardware.has_native_bf16().
 
   Returns:
     JitChoice(jit_compile, reason): reason is None where the request stands, else the one line
@@ -49,6 +56,8 @@ def choose_jit_compile(requested, policy, devices, fast_path=True):
   if not (requested and fast_path and policy in SLOWER_UNDER_XLA_ON_CPU):
     return JitChoice(bool(requested), None)
   if device_types(devices) - {"CPU"}:
+    return JitChoice(True, None)
+  if not (hardware.has_native_bf16() if native_bf16 is None else native_bf16):
     return JitChoice(True, None)
   return JitChoice(False, (
       f"--jit_compile with --mixed_precision={policy} on CPUs only ({hardware.describe()}): "
