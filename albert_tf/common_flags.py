@@ -48,8 +48,8 @@ def define_run_flags():
                     "for where it does not).")
   flags.DEFINE_bool("jit_compile_fast_path", settings.TrainSettings.jit_compile_fast_path,
                     "With --jit_compile, compile without XLA where it is the slower path: "
-                    "mixed_bfloat16 on CPUs only (XLA's CPU backend does not reach oneDNN's "
-                    "bfloat16 kernels, about 2x slower steps), logged. "
+                    "mixed_bfloat16 on CPUs only, with AMX or AVX512-BF16 (XLA's CPU backend "
+                    "does not reach oneDNN's bfloat16 kernels, about 2x slower steps), logged. "
                     "--nojit_compile_fast_path keeps XLA as asked.")
   flags.DEFINE_integer("cpu_devices", 0,
                        "If > 1, split the CPU into this many logical devices (to try "

@@ -23,8 +23,8 @@ mfu_note says why. On a CPU, `cpu` names it and its matrix units (albert_tf.hard
 `--mode=train` times what run_pretraining runs: the pretraining Runner's train_steps (one
 device, as --strategy=one_device), --iterations_per_loop updates per call, on one synthetic batch
 repeated by tf.data. The defaults are run_pretraining's: --jit_compile off, and with it on,
---jit_compile_fast_path compiles without XLA where XLA is the slower path (mixed_bfloat16 on CPUs
-only: XLA's CPU backend does not reach oneDNN's bf16 kernels; albert_tf/training/fast_path.py,
+--jit_compile_fast_path compiles without XLA where XLA is the slower path (mixed_bfloat16 on CPUs with
+bf16 units only: XLA's CPU backend does not reach oneDNN's bf16 kernels; albert_tf/training/fast_path.py,
 logged); the forward is compiled by the same rule. Lines report jit_compile_requested (the
 flag) and jit_compile (what the step was compiled with).
 
@@ -149,8 +149,8 @@ def define_flags():
                     "Serving: batch sizes of the throughput measurements (batch 1, for latency, "
                     "is always timed).")
   flags.DEFINE_enum("serving_precision", "float32", ["float32", "bfloat16"],
-                    "Serving: the export's precision (bfloat16: built under mixed_bfloat16, "
-                    "float32 weights and outputs).")
+                    "Serving: the export's precision (bfloat16: export_saved_model's, bfloat16 "
+                    "weights but LayerNorm's, float32 outputs).")
   flags.DEFINE_list("serving_runtimes", ["saved_model"],
                     "Serving: what to time, each in its own process: saved_model (the "
                     "SavedModel's text and tokens signatures in TensorFlow), and the portable "
@@ -175,7 +175,7 @@ def define_flags():
                     "Compile the step with XLA (default: the binaries' --jit_compile default).")
   flags.DEFINE_bool("jit_compile_fast_path", TrainSettings.jit_compile_fast_path,
                     "As the binaries' flag: with --jit_compile, compile without XLA where it is "
-                    "the slower path (mixed_bfloat16 on CPUs only; albert_tf/training/"
+                    "the slower path (mixed_bfloat16 on CPUs only, with bf16 units; albert_tf/training/"
                     "fast_path.py). Lines report jit_compile_requested and jit_compile.")
   flags.DEFINE_bool("gemm_probe", True,
                     "On a CPU (no GPU/TPU) without --peak_tflops: time a square matmul at the "
