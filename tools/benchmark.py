@@ -65,7 +65,6 @@ import collections
 import functools
 import glob
 import json
-import logging
 import os
 import re
 import resource
@@ -594,21 +593,18 @@ def benchmark_forward(model, config, batch, *, jit_compile=False, jit_compile_fa
   with XLA as the training Runner would (fast_path.choose_jit_compile); `fields` are added to
   the line. Arguments as benchmark_train's."""
   import tensorflow as tf
-  from albert_tf.training import fast_path, memory
+  from albert_tf.training import fast_path
   # Where TensorFlow places the forward outside a strategy: the first GPU, else the CPU.
-  choice = fast_path.choose_jit_compile(jit_compile, model.dtype_policy.name,
-                                        memory.local_devices(tf.distribute.get_strategy()),
-                                        jit_compile_fast_path)
-  if choice.reason:
-    logging.getLogger("albert_tf").warning(choice.reason)  # as the Runner logs it
-  forward = tf.function(lambda b: model(b)["masked_lm_logits"], jit_compile=choice.jit_compile)
+  compiled = fast_path.jit_compile_for(model, tf.distribute.get_strategy(), jit_compile,
+                                       jit_compile_fast_path)
+  forward = tf.function(lambda b: model(b)["masked_lm_logits"], jit_compile=compiled)
   seconds = time_steps(lambda: forward(batch), warmup_steps, steps, profile_dir)
   b, t = batch["input_ids"].shape
   flops = pretraining_flops(config, b, t, batch["masked_lm_positions"].shape[1])
   return measurement(
       "forward", seconds, b, flops_per_forward_pass=flops.forward,
       **step_utilization(flops.forward, seconds, mixed_precision, peak_tflops, gemm_probe_on),
-      jit_compile_requested=jit_compile, jit_compile=choice.jit_compile,
+      jit_compile_requested=jit_compile, jit_compile=compiled,
       mixed_precision=mixed_precision, **(profile_fields(profile_dir) if profile_dir else {}),
       **(fields or {}))
 

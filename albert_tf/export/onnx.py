@@ -41,8 +41,8 @@ from albert_tf.export.portable import input_signature, serving_function
 
 QUANTIZE_CHOICES = ("none", "dynamic_range", "static")
 QUANT_FORMATS = ("qdq", "qoperator")
-# The ops static quantization rewrites (see the module docstring): the weights' and the attention
-# scores' matmuls, and the embedding lookups.
+# The ops static quantization rewrites (see the module docstring): the MatMuls by a weight (the
+# attention scores' are excluded by name, activation_matmuls) and the embedding lookups.
 STATIC_OP_TYPES = ("MatMul", "Gather")
 DEFAULT_OPSET = 17
 # The dynamic axes' names in the file (tf2onnx writes unk__N).

@@ -25,9 +25,12 @@ Imports no TensorFlow: the binaries, tools/benchmark.py and the tests ask it wit
 """
 
 import collections
+import logging
 
 from albert_tf import hardware
-from albert_tf.training.memory import device_types
+from albert_tf.training.memory import device_types, local_devices
+
+logger = logging.getLogger("albert_tf")
 
 JitChoice = collections.namedtuple("JitChoice", ["jit_compile", "reason"])
 
@@ -63,3 +66,14 @@ def choose_jit_compile(requested, policy, devices, fast_path=True, native_bf16=N
       f"--jit_compile with --mixed_precision={policy} on CPUs only ({hardware.describe()}): "
       f"compiling without XLA, whose CPU backend does not reach oneDNN's bfloat16 kernels "
       f"(2x slower steps measured with AMX); --nojit_compile_fast_path keeps XLA"))
+
+
+def jit_compile_for(model, strategy, requested, fast_path=True):
+  """choose_jit_compile for `model` (its Keras policy) on `strategy`'s devices, the reason logged
+  as a warning where the request is overruled: what the training Runner and the benchmark's
+  forward line compile with. Returns the bool."""
+  choice = choose_jit_compile(requested, model.dtype_policy.name, local_devices(strategy),
+                              fast_path)
+  if choice.reason:
+    logger.warning(choice.reason)
+  return choice.jit_compile

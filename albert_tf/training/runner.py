@@ -26,7 +26,6 @@ from albert_tf.checkpoints.layout import model_parts, original_variable_map
 from albert_tf.finetuning.evaluation import checkpoint_steps
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
 from albert_tf.training import fast_path
-from albert_tf.training import memory
 from albert_tf.training import preemption
 from albert_tf.training import strategy as strategies
 from albert_tf.training import summaries
@@ -73,11 +72,6 @@ def build_optimizer_for(model, optimizer):
   return optimizer
 
 
-def _policy_name(model):
-  """The Keras precision policy the model was built under ("float32", "mixed_bfloat16", ...)."""
-  return model.dtype_policy.name
-
-
 class NonFiniteLossError(errors.AlbertError, RuntimeError):
   """A loss that became NaN or inf: the run stops unsaved (the fix is a lower learning rate or
   another precision, from the last good checkpoint), reported as one line."""
@@ -119,12 +113,8 @@ class Runner:
     self.records_consumed = tf.Variable(0, dtype=tf.int64, trainable=False,
                                         name="records_consumed")
     # XLA as settings.jit_compile asks, unless it is the slower path for the device.
-    choice = fast_path.choose_jit_compile(
-        settings.jit_compile, _policy_name(model), memory.local_devices(strategy),
-        settings.jit_compile_fast_path)
-    if choice.reason:
-      logger.warning(choice.reason)
-    self.jit_compile = choice.jit_compile
+    self.jit_compile = fast_path.jit_compile_for(model, strategy, settings.jit_compile,
+                                                 settings.jit_compile_fast_path)
     # reduce_retracing: batches trimmed to their longest sequence come in several lengths.
     self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=self.jit_compile,
                                     reduce_retracing=True)
