@@ -19,7 +19,9 @@ help, and exits 0; --helpfull adds absl's own flags, as absl has it.
 Imports no TensorFlow: --help answers at once.
 """
 
+import math
 import os
+import re
 import sys
 
 from absl import app, flags
@@ -44,15 +46,53 @@ def exit_code(error):
     return USAGE_EXIT_CODE
   if errors.is_user_error(error):
     return errors.exit_code(error)
-  if isinstance(error, (FileNotFoundError, FileExistsError)):
+  if remote_storage_error(error) is not None:
+    return FAILED_RUN_EXIT_CODE
+  if isinstance(error, _PATH_ERRORS) and (
+      error.filename is not None or isinstance(error, (FileNotFoundError, FileExistsError))):
     return FAILED_RUN_EXIT_CODE
   return None
 
 
+# A path that is not what the flag needs: one line naming it, whichever flag or file it came from.
+_PATH_MESSAGES = {
+    FileNotFoundError: "no such file or directory: {path}",
+    FileExistsError: "{path} exists already: remove it or give another path",
+    IsADirectoryError: "{path} is a directory where a file is needed: give a file's path",
+    NotADirectoryError: ("{path}: a part of this path is a file, not a directory: give a path "
+                         "under a directory"),
+    PermissionError: "permission denied: {path}: give a path this user can read or write",
+}
+_PATH_ERRORS = tuple(_PATH_MESSAGES)
+
+
+_REMOTE_PATH = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+
+
+def remote_storage_error(error):
+  """The one line for a TensorFlow file-system error on a path with a scheme (gs://, s3://,
+  hdfs://): the store could not be reached, or refused these credentials. None for any other
+  error. TensorFlow is looked up, not imported: a binary that never loaded it raised none."""
+  tf = sys.modules.get("tensorflow")
+  errors_module = getattr(tf, "errors", None)
+  if errors_module is None or not isinstance(error, errors_module.OpError):
+    return None
+  found = _REMOTE_PATH.search(error.message or "")
+  if found is None:
+    return None
+  return (f"cannot use {found.group(0).rstrip('.,;:')}: {error.message.splitlines()[0]}. Check "
+          "the path, the network and the credentials (gs://: `gcloud auth "
+          "application-default login`, or GOOGLE_APPLICATION_CREDENTIALS naming a key file)")
+
+
 def message(error):
-  """The error as one line: a missing file named with its path."""
-  if isinstance(error, FileNotFoundError) and error.filename is not None:
-    text = f"no such file or directory: {error.filename}"
+  """The error as one line: a file system error named with its path."""
+  remote = remote_storage_error(error)
+  if remote is not None:
+    return " ".join(remote.split())
+  kind = next((k for k in _PATH_MESSAGES if type(error) is k), None)  # pylint: disable=unidiomatic-typecheck
+  if kind is not None and error.filename is not None:
+    text = _PATH_MESSAGES[kind].format(path=error.filename)
   else:
     text = str(error) or type(error).__name__
   return " ".join(text.split())
@@ -123,9 +163,73 @@ def help_text(main):
   return "\n\n".join(sections) + "\n"
 
 
+# The values every binary's flag of that name must keep, checked once the flags parse, before any
+# work: (lowest, highest, why). The binaries share the original's flag names, so one table holds
+# them all; a binary without the flag skips its row. 0 is allowed only where it means "none".
+# create_pretraining_data checks its own (data.pretraining_data.check_settings: it runs without
+# this module's binaries' flags, from Beam workers too).
+_AT_LEAST_ONE = (1, None, "")
+FLAG_BOUNDS = {
+    **{name: _AT_LEAST_ONE for name in (
+        "train_batch_size", "eval_batch_size", "predict_batch_size", "max_seq_length",
+        "save_checkpoints_steps", "iterations_per_loop", "gradient_accumulation_steps",
+        "num_tpu_cores", "max_eval_steps", "doc_stride", "max_query_length", "max_qa_length",
+        "n_best_size", "max_answer_length", "start_n_top", "end_n_top", "default_seq_length",
+        "calibration_examples", "version")},
+    "train_step": (1, None, " (the number of updates --do_train makes)"),
+    "num_train_steps": (1, None, " (the number of updates training makes)"),
+    "warmup_step": (0, None, " (0: no warmup)"),
+    "num_warmup_steps": (0, None, " (0: no warmup)"),
+    "start_warmup_step": (0, None, ""),
+    "keep_checkpoint_max": (0, None, " (0: keep every checkpoint)"),
+    "cpu_devices": (0, None, " (0 or 1: the CPU as one device)"),
+    "num_workers": (0, None, " (0: one process)"),
+    "learning_rate": (0.0, None, ""),
+    "num_train_epochs": (0.0, None, ""),
+    "warmup_proportion": (0.0, 1.0, ""),
+    "masked_lm_budget": (0.0, 1.0, " (0: the records' own masks)"),
+    "sentence_order_loss_weight": (0.0, None, " (0: the masked LM alone)"),
+    "dropout_prob": (0.0, 0.999, ""),
+    "classifier_dropout": (0.0, 0.999, ""),
+}
+# Where a binary writes: given empty, they would write into the working directory.
+OUTPUT_FLAGS = ("output_dir", "cached_dir", "export_dir", "export_path", "output_file")
+
+
+def _bound_error(name, value, low, high, why):
+  if high is None:
+    rule = f"at least {low}"
+  else:
+    rule = f"between {low} and {high}"
+  return flags.IllegalFlagValueError(f"--{name}={value}: must be {rule}{why}")
+
+
+def check_flag_values(values):
+  """Raises flags.IllegalFlagValueError (a usage error: exit 2) for a flag of FLAG_BOUNDS out of
+  its bounds or not finite, or an OUTPUT_FLAGS flag given as an empty string.
+
+  Args:
+    values: the parsed absl FlagValues.
+  """
+  for name, (low, high, why) in FLAG_BOUNDS.items():
+    value = values[name].value if name in values else None
+    if value is None or isinstance(value, bool):
+      continue
+    if (isinstance(value, float) and not math.isfinite(value)) or value < low or (
+        high is not None and value > high):
+      raise _bound_error(name, value, low, high, why)
+  for name in OUTPUT_FLAGS:
+    if name in values and values[name].present and not str(values[name].value or "").strip():
+      raise flags.IllegalFlagValueError(
+          f"--{name} is empty: give a path (an empty one would write into the working "
+          "directory)")
+
+
 def _parse_flags(argv):
   try:
-    return flags.FLAGS(argv)
+    remaining = flags.FLAGS(argv)
+    check_flag_values(flags.FLAGS)
+    return remaining
   except flags.Error as e:
     if _wants_traceback(argv):
       raise

@@ -8,6 +8,7 @@ import os
 import pytest
 from seqeval import metrics as seqeval_metrics
 
+from albert_tf.finetuning import feature_cache
 from albert_tf.settings import TokenizerSettings
 from albert_tf.tasks.ner import data, features
 from albert_tf.tokenization import FullTokenizer
@@ -95,11 +96,12 @@ def test_each_character_is_one_wordpiece_labelled_on_itself():
   assert sum(feature["label_weights"]) == n
 
 
-def test_char_level_changes_the_cached_features_fingerprint():
+def test_char_level_changes_the_cached_features_stamp():
   tokenizer = TokenizerSettings(vocab_file=VOCAB)
   path = data.split_file(WORDS, "train")
-  assert features.fingerprint(path, ["O"], 32, 16, tokenizer) != features.fingerprint(
-      path, ["O"], 32, 16, tokenizer, char_level=True)
+  words, chars = (feature_cache.make_stamp(tokenizer, max_seq_length=32, **features.cache_inputs(
+      path, ["O"], 16, char_level=char_level)) for char_level in (False, True))
+  assert feature_cache.differences(words, chars) == ["char_level: false -> true"]
 
 
 def _predictions(path):

@@ -14,7 +14,7 @@ import sentencepiece as spm
 
 from albert_tf import errors, io
 from albert_tf.data.corpus import corpus_lines
-from albert_tf.finetuning import inputs
+from albert_tf.finetuning import feature_cache
 from albert_tf.finetuning.windows import doc_spans
 from albert_tf.labels import read_label_file
 from albert_tf.settings import TokenizerSettings
@@ -161,15 +161,15 @@ def other_spm_model(path):
 def test_a_cache_stamp_holds_the_tokenizer_contents_not_its_name(tmp_path):
   other = other_spm_model(tmp_path / "other" / os.path.basename(SPM))
   first, second = TokenizerSettings(spm_model_file=SPM), TokenizerSettings(spm_model_file=other)
-  a, b = inputs.tokenizer_fingerprint(first), inputs.tokenizer_fingerprint(second)
+  a, b = (feature_cache.tokenizer_fingerprint(t) for t in (first, second))
   assert a["tokenizer"] == b["tokenizer"] == "30k-clean-tiny.model"
   assert a != b and a["tokenizer_sha256"] == io.sha256(SPM)
-  assert a != inputs.tokenizer_fingerprint(TokenizerSettings(spm_model_file=SPM,
-                                                             do_lower_case=False))
-  # NER's fingerprint: another model of the same file name makes the cache stale.
+  assert a != feature_cache.tokenizer_fingerprint(TokenizerSettings(spm_model_file=SPM,
+                                                                    do_lower_case=False))
+  # NER's stamp: another model of the same file name makes the cache stale.
   conll = os.path.join(NER, "dev.txt")
-  assert features.fingerprint(conll, ["O"], 32, 8, first) != features.fingerprint(
-      conll, ["O"], 32, 8, second)
+  ner = features.cache_inputs(conll, ["O"], 8)
+  assert feature_cache.make_stamp(first, **ner) != feature_cache.make_stamp(second, **ner)
 
   # Every task's cache (FineTuningJob.cached_features): written with `first`, stale for `second`.
   path = str(tmp_path / "mrpc_train.tf_record")
@@ -179,18 +179,16 @@ def test_a_cache_stamp_holds_the_tokenizer_contents_not_its_name(tmp_path):
     writes.append(1)
     with open(path, "wb") as f:
       f.write(b"records")
-  cached, stamped = inputs.tokenizer_checked(path, False, write, first)
+  stamp_a, stamp_b = (feature_cache.make_stamp(t, max_seq_length=32) for t in (first, second))
+  cached, stamped = feature_cache.checked(path, stamp_a, write)
   assert not cached
   stamped()
-  assert json.load(open(path + inputs.TOKENIZER_STAMP_SUFFIX)) == a
-  assert inputs.tokenizer_checked(path, True, write, first)[0]
-  cached, stamped = inputs.tokenizer_checked(path, True, write, second)
+  assert json.load(open(feature_cache.stamp_path(path))) == stamp_a
+  assert feature_cache.checked(path, stamp_a, write)[0]
+  cached, stamped = feature_cache.checked(path, stamp_b, write)
   assert not cached
   stamped()
-  assert writes == [1, 1] and json.load(open(path + inputs.TOKENIZER_STAMP_SUFFIX)) == b
-  # A cache without a stamp (the original's, an earlier albert_tf's) is used, as the original.
-  os.remove(path + inputs.TOKENIZER_STAMP_SUFFIX)
-  assert inputs.tokenizer_checked(path, True, write, first)[0]
+  assert writes == [1, 1] and json.load(open(feature_cache.stamp_path(path))) == stamp_b
 
 
 # ---- U+FE0F ----------------------------------------------------------------------------------

@@ -3,25 +3,19 @@ and each batch trimmed to its longest real sequence, so that short GLUE sentence
 128 or 512 padded positions. Eval and predict outputs go back to file order by example_index.
 Trimming (albert_tf.data.trimming) drops only padding columns.
 
-Also what a cached feature file's ids depend on that its records do not show: the tokenizer
-(tokenizer_fingerprint, checked by tokenizer_checked for every task's cache).
+What a cached feature file was written from is checked by albert_tf.finetuning.feature_cache.
 """
 
-import json
 import logging
-import os
 
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import io
 from albert_tf.data import epochs
 from albert_tf.data.feature_check import check_first_record
 from albert_tf.data.trimming import EXAMPLE_INDEX, SEQUENCE_FEATURES, trim_batch
 
 logger = logging.getLogger("albert_tf")
-# Beside a cached feature file: the tokenizer_fingerprint it was written with.
-TOKENIZER_STAMP_SUFFIX = ".tokenizer.json"
 
 
 def _decoder(name_to_features, shapes):
@@ -101,33 +95,3 @@ def check_cached_features(path, length):
   (parsing it would fail deep inside tf.data)."""
   check_first_record(path, {"input_ids": (length, "--max_seq_length (or --max_qa_length)")},
                      "the file was written with another length: delete it to regenerate it")
-
-
-def tokenizer_fingerprint(tokenizer):
-  """What of TokenizerSettings `tokenizer` decides the ids: the SentencePiece model's or
-  vocab.txt's name and the SHA-256 of its contents (two models of one file name give other
-  ids), and the casing."""
-  path = tokenizer.spm_model_file or tokenizer.vocab_file
-  return {"tokenizer": os.path.basename(path) if path else None,
-          "tokenizer_sha256": io.sha256(path) if path else None,
-          "do_lower_case": bool(tokenizer.do_lower_case)}
-
-
-def tokenizer_checked(path, cached, write, tokenizer):
-  """(cached, write) for a cached feature file `path` of TokenizerSettings `tokenizer`: a file
-  whose stamp (<path>.tokenizer.json) names another tokenizer (contents or casing) is stale, to
-  regenerate; write() then stamps what it wrote. A cached file without a stamp (the original's,
-  or an earlier albert_tf's) is used as the original uses it: only the stamp can tell."""
-  stamp, stamp_file = tokenizer_fingerprint(tokenizer), path + TOKENIZER_STAMP_SUFFIX
-  if cached and io.exists(stamp_file):
-    written_with = json.loads(io.read_text(stamp_file))
-    if written_with != stamp:
-      logger.info(f"{path} was written with another tokenizer ({written_with['tokenizer']}, "
-                  f"sha256 {written_with['tokenizer_sha256']}, do_lower_case "
-                  f"{written_with['do_lower_case']}): regenerating it")
-      cached = False
-
-  def write_stamped():
-    write()
-    io.write_text_atomically(stamp_file, json.dumps(stamp, sort_keys=True))
-  return cached, write_stamped

@@ -17,7 +17,8 @@ from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
 from albert_tf.checkpoints import save_original_checkpoint, spm_model_file
 from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
-from albert_tf.finetuning.inputs import check_cached_features, in_file_order, tokenizer_checked
+from albert_tf.finetuning import feature_cache
+from albert_tf.finetuning.inputs import check_cached_features, in_file_order
 from albert_tf.tokenization import FullTokenizer, check_vocab_fits
 from albert_tf.training import precision, preemption
 from albert_tf.training import strategy as strategies
@@ -116,11 +117,27 @@ class FineTuningJob(Job):
     if pending:
       self.checkpoint.read(self.restored_from).expect_partial()
 
-  def cached_features(self, path, cached, write, length, what="features"):
-    """A feature file every worker can read: the chief runs write() unless the file is
-    `cached`, the other workers wait until it has; a cached file is checked to hold `length`
-    ids per record. Returns path."""
-    cached, write = tokenizer_checked(path, cached, write, self.settings.tokenizer)
+  def cached_features(self, path, write, length, inputs, *, what="features", named_by=None,
+                      regenerate=False):
+    """A feature file every worker can read: the chief runs write() unless the file at `path`
+    was written from the same inputs (its stamp: see feature_cache), the other workers wait until
+    it has; a cached file is checked to hold `length` ids per record. Returns path.
+
+    Args:
+      path: the feature file.
+      write: writes it (atomically).
+      length: ids per record.
+      inputs: what the features were made from, beside the tokenizer and max_seq_length: the
+        data's SHA-256 (feature_cache.examples_sha256 or files_sha256), the labels, the task's
+        lengths and columns.
+      what: the file's kind, for the log.
+      named_by: the flag that named `path`, when the user did (see feature_cache.checked).
+      regenerate: write it whatever it holds.
+    """
+    stamp = feature_cache.make_stamp(self.settings.tokenizer,
+                                     max_seq_length=self.settings.model.max_seq_length, **inputs)
+    cached, write = feature_cache.checked(path, stamp, write, named_by=named_by,
+                                          regenerate=regenerate)
     strategies.run_on_chief(self.strategy, (lambda: None) if cached else write, path)
     if cached:
       check_cached_features(path, length)

@@ -1,5 +1,7 @@
 """FullTokenizer: SentencePiece or WordPiece, with the original's behaviour under Python 3."""
 
+import os
+
 import sentencepiece as spm
 
 from albert_tf import errors
@@ -32,21 +34,48 @@ def encode_ids(sp_model, text, sample=False):
   return [sp_model.PieceToId(p) for p in encode_pieces(sp_model, text, sample)]
 
 
-def load_sentencepiece(spm_model_file):
-  """A SentencePieceProcessor of the model file. SentencePiece opens only local files: a path
-  with a scheme (gs://) is read through albert_tf.io and loaded from its bytes."""
+def sentencepiece_from_proto(proto, spm_model_file):
+  """A SentencePieceProcessor of a model's bytes `proto`, read from `spm_model_file`.
+
+  Raises:
+    errors.DataFormatError: the bytes are no SentencePiece model (SentencePiece's own message
+      names neither the file nor the fix; TensorFlow's op fails later with a long trace).
+  """
   processor = spm.SentencePieceProcessor()
-  if not io.is_remote(spm_model_file):
-    processor.Load(spm_model_file)
-    return processor
-  with io.open_binary(spm_model_file) as f:
-    proto = f.read()
   try:
     processor.LoadFromSerializedProto(proto)
-  except RuntimeError as e:  # its message does not name the file
+  except RuntimeError:
+    hint = (" (a .vocab file lists the pieces; the model is the .model file beside it)"
+            if os.fspath(spm_model_file).endswith(".vocab") else "")
     raise errors.DataFormatError(
-        f"could not load the SentencePiece model {spm_model_file}: {e}") from e
+        f"{spm_model_file} is not a SentencePiece model{hint}: give --spm_model_file the .model "
+        "file that SentencePiece's trainer wrote (or --vocab_file for a WordPiece vocab.txt)"
+    ) from None
   return processor
+
+
+def load_sentencepiece(spm_model_file):
+  """A SentencePieceProcessor of the model file, read through albert_tf.io (SentencePiece opens
+  only local files: gs:// and other schemes go through TensorFlow's file systems).
+
+  Raises:
+    errors.DataFormatError: the file is no SentencePiece model.
+  """
+  with io.open_binary(spm_model_file) as f:
+    return sentencepiece_from_proto(f.read(), spm_model_file)
+
+
+def check_wordpiece_vocab(vocab, vocab_file):
+  """Raises errors.DataFormatError unless `vocab` (token -> id, read from `vocab_file`) is a
+  WordPiece vocabulary: one holding [UNK], which WordPiece gives every word it cannot cover."""
+  if "[UNK]" in vocab:
+    return
+  hint = (": it looks like a SentencePiece .vocab (pieces with scores); give the .model file "
+          "beside it as --spm_model_file" if any(t.startswith(SPIECE_UNDERLINE) for t in vocab)
+          else "")
+  raise errors.DataFormatError(
+      f"{vocab_file} is not a WordPiece vocab.txt: it has no [UNK] token{hint}. --vocab_file "
+      "takes BERT's vocab.txt format, one token a line, [UNK] among them")
 
 
 class FullTokenizer:
@@ -69,6 +98,7 @@ class FullTokenizer:
       if not vocab_file or not io.exists(vocab_file):
         raise FileNotFoundError(f"vocab file not found: {vocab_file!r} (and no spm_model_file)")
       self.vocab = load_vocab(vocab_file)
+      check_wordpiece_vocab(self.vocab, vocab_file)
       self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
       self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
     self.inv_vocab = {v: k for k, v in self.vocab.items()}

@@ -20,6 +20,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf import io
+from albert_tf.tokenization.full import sentencepiece_from_proto
 
 # The characters Python's str.split() treats as whitespace.
 PY_WHITESPACE = ("[\\t\\n\\x0b\\x0c\\r\\x1c\\x1d\\x1e\\x1f \\x{85}\\x{a0}\\x{1680}"
@@ -110,6 +111,8 @@ class InGraphTokenizer(PackingTokenizer):
     if spm_model_proto is None:
       with io.open_binary(spm_model_file) as f:
         spm_model_proto = f.read()
+      # Checked in Python first: the op's own error is a long trace naming no file.
+      sentencepiece_from_proto(spm_model_proto, spm_model_file)
     self.do_lower_case = do_lower_case
     self.model_file = spm_model_file
     self.sp = tf_text.SentencepieceTokenizer(model=spm_model_proto, out_type=tf.string)

@@ -4,10 +4,10 @@ run_race): processor, cached features, evaluation, prediction files, export."""
 import logging
 import os
 
-from albert_tf import io
 from albert_tf.io import write_text_atomically
 from albert_tf.tasks.classifier import data as glue
 from albert_tf.tasks.classifier.features import file_based_convert_examples_to_features
+from albert_tf.finetuning import feature_cache
 from albert_tf.finetuning.evaluation import batch_means
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, classifier_features, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob
@@ -61,17 +61,30 @@ class ClassifierJob(FineTuningJob):
                                             self.tokenizer, path, self.regression)
 
   def features_file(self, path, split, examples, padded_batch=None, regenerate=False):
-    """Writes the split's features to path unless cached (predict's are always regenerated, as
-    the original): the chief writes, and every worker returns once the file is complete."""
+    """Writes the split's features to path unless cached for the same examples, labels and
+    lengths (predict's are always regenerated, as the original): the chief writes, and every
+    worker returns once the file is complete."""
     real = len(examples)
     if padded_batch:  # fixed TPU batches: pad with examples that carry no weight
       examples = examples + [glue.PaddingInputExample() for _ in range(-real % padded_batch)]
-    cached = not regenerate and io.exists(path)
 
     def write():
       self.convert(examples, path)
       logger.info(f"wrote {len(examples)} {split} features ({real} real) to {path}")
-    return self.cached_features(path, cached, write, self.record_length())
+    return self.cached_features(path, write, self.record_length(), self.cache_inputs(examples),
+                                named_by=self.feature_file_flag(split), regenerate=regenerate)
+
+  def cache_inputs(self, examples):
+    """What a split's features are made from, beside the tokenizer and max_seq_length (the
+    stamp of its cache: finetuning.feature_cache): its examples, the labels and their type."""
+    return {"task": self.task_name, "examples_sha256": feature_cache.examples_sha256(examples),
+            "examples": len(examples), "labels": list(self.label_list),
+            "regression": bool(self.regression)}
+
+  def feature_file_flag(self, split):
+    """The flag that names the split's feature file, when a flag does (RACE's), else None."""
+    del split
+    return None
 
   def record_length(self):
     """ids per feature record."""

@@ -76,6 +76,14 @@ class OwnDataJob(ClassifierJob):
         examples, self.label_list, self.settings.model.max_seq_length, self.tokenizer, path,
         self.regression, self.multi_label)
 
+  def cache_inputs(self, examples):
+    """GLUE's, and how the rows were read: the columns, the format and the multi-label
+    separator (the examples' hash holds the texts and labels they gave)."""
+    spec = self.processor.spec
+    return {**super().cache_inputs(examples), "multi_label": bool(self.multi_label),
+            "columns": [spec.text_column, spec.text_b_column, spec.label_column],
+            "data_format": spec.data_format, "label_separator": spec.label_separator}
+
   def cached_path(self, split):
     """<the split file's name>_<train|eval>.tf_record (predict.tf_record for test, as GLUE's)."""
     if split == "test":

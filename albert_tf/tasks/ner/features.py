@@ -8,11 +8,10 @@ word_index (that word's index in its sentence, -1 elsewhere) [max_seq_length]; s
 [1].
 """
 
-import json
+import os
 
 from albert_tf import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
-from albert_tf.finetuning.inputs import tokenizer_fingerprint
 from albert_tf.finetuning.windows import doc_spans, is_max_context
 
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights",
@@ -69,45 +68,27 @@ def sentence_features(tokenizer, sentence, labels, max_seq_length, doc_stride):
   return features
 
 
-def fingerprint(source, labels, max_seq_length, doc_stride, tokenizer, char_level=False):
-  """What a cached feature file depends on; a cache with another fingerprint is stale.
+def cache_inputs(source, labels, doc_stride, char_level=False):
+  """What a split's features are made from, beside the tokenizer and max_seq_length: the stamp
+  of their cache (finetuning.feature_cache), which another value of any field makes stale.
 
   Args:
     source: the CoNLL file (its contents are hashed).
     labels: the label list, in id order.
-    max_seq_length, doc_stride: the windows.
-    tokenizer: the TokenizerSettings: its model's or vocab's contents and its casing count
-      (finetuning.inputs.tokenizer_fingerprint), not only the file name.
+    doc_stride: the windows' stride.
     char_level: whether the words were split into characters (run_ner --char_level).
   """
-  return {"source": source, "source_sha256": io.sha256(source), "labels": list(labels),
-          "max_seq_length": max_seq_length, "doc_stride": doc_stride, "char_level": char_level,
-          **tokenizer_fingerprint(tokenizer)}
+  return {"source": os.fspath(source), "source_sha256": io.sha256(source),
+          "labels": list(labels), "doc_stride": doc_stride, "char_level": bool(char_level)}
 
 
-def fingerprint_path(path):
-  return path + ".json"
-
-
-def is_fresh(path, expected) -> bool:
-  """Whether the cached features at path exist and were written for `expected` (a
-  fingerprint)."""
-  meta = fingerprint_path(path)
-  return (io.exists(path) and io.exists(meta)
-          and json.loads(io.read_text(meta)) == json.loads(json.dumps(expected)))
-
-
-def write_features(sentences, tokenizer, labels, max_seq_length, doc_stride, path,
-                   stamp=None) -> int:
-  """Writes the features of every sentence to TFRecord file `path` (atomically), and `stamp`
-  (a fingerprint) beside it. Returns the number of records."""
+def write_features(sentences, tokenizer, labels, max_seq_length, doc_stride, path) -> int:
+  """Writes the features of every sentence to TFRecord file `path` (atomically). Returns the
+  number of records."""
   with AtomicTFRecordWriter(path) as writer:
     for index, sentence in enumerate(sentences):
       for feature in sentence_features(tokenizer, sentence, labels, max_seq_length, doc_stride):
         record = {name: int64_feature(feature[name]) for name in SEQUENCE_FEATURES}
         record["sentence_index"] = int64_feature([index])
         writer.write(encode_example(record))
-    count = writer.count
-  if stamp is not None:
-    io.write_text_atomically(fingerprint_path(path), json.dumps(stamp, sort_keys=True))
-  return count
+    return writer.count

@@ -160,23 +160,21 @@ class NerJob(FineTuningJob):
     return os.path.join(self.settings.cached_dir or self.settings.output_dir, _CACHED[split])
 
   def features_file(self, split):
-    """The split's feature file: cached for train and dev unless stale (written for other data,
-    labels, tokenizer, length or stride). The chief writes; every worker returns once it is
-    complete."""
+    """The split's feature file: cached for train and dev unless written from other data,
+    labels, tokenizer, length or stride (finetuning.feature_cache). The chief writes; every
+    worker returns once it is complete."""
     s = self.settings
     path = self.cached_path(split)
-    stamp = features.fingerprint(self.paths[split], self.label_names, s.model.max_seq_length,
-                                 s.doc_stride, s.tokenizer, s.char_level)
-    cached = split != "test" and features.is_fresh(path, stamp)
 
     def write():
-      if io.exists(path):
-        logger.info(f"{path} is stale or unstamped: regenerating it")
       count = features.write_features(self.sentences[split], self.tokenizer, self.label_names,
-                                      s.model.max_seq_length, s.doc_stride, path, stamp)
+                                      s.model.max_seq_length, s.doc_stride, path)
       logger.info(f"wrote {count} {split} features ({len(self.sentences[split])} sentences) "
                   f"to {path}")
-    return self.cached_features(path, cached, write, s.model.max_seq_length)
+    inputs = features.cache_inputs(self.paths[split], self.label_names, s.doc_stride,
+                                   s.char_level)
+    return self.cached_features(path, write, s.model.max_seq_length, inputs,
+                                regenerate=split == "test")
 
   def dataset(self, path, batch_size, is_training, seed=None, input_context=None):
     s = self.settings

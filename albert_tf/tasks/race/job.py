@@ -49,6 +49,15 @@ class RaceJob(ClassifierJob):
              "test": self.settings.predict_file}[split]
     return given or os.path.join(self.settings.output_dir, f"race_{split}.tf_record")
 
+  def feature_file_flag(self, split):
+    """--train_file / --eval_file / --predict_file when given: the user's file, never
+    overwritten (see feature_cache.checked)."""
+    flag = {"train": "train_file", "dev": "eval_file", "test": "predict_file"}[split]
+    return f"--{flag}" if getattr(self.settings, flag) else None
+
+  def cache_inputs(self, examples):
+    return {**super().cache_inputs(examples), "max_qa_length": self.settings.max_qa_length}
+
   def record_length(self):
     return len(self.label_list) * self.settings.model.max_seq_length
 

@@ -16,12 +16,12 @@ from albert_tf.tasks.squad import cmrc_metric
 from albert_tf.tasks.squad import postprocess as squad_postprocess
 from albert_tf.tasks.squad import wordpiece_data
 from albert_tf.tokenization.cmrc import CmrcTokenizer
-from albert_tf.finetuning.inputs import EXAMPLE_INDEX, check_cached_features, feature_dataset
+from albert_tf.finetuning import feature_cache
+from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob
 from albert_tf.training.job import UsageError
 from albert_tf.tasks.squad.objective import SquadObjective
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
-from albert_tf.training import strategy as strategies
 
 logger = logging.getLogger("albert_tf")
 
@@ -153,38 +153,47 @@ class SquadJob(FineTuningJob):
     random.Random(12345).shuffle(examples)  # as the original, before writing features
     return examples
 
+  def cache_inputs(self, source):
+    """What SQuAD features are made from, beside the tokenizer and max_seq_length (the stamp of
+    their cache: finetuning.feature_cache): the data file's contents, the windows and the
+    question length, the version and the WordPiece (CMRC) or SentencePiece path."""
+    s = self.settings
+    return {"data": feature_cache.files_sha256([source]), "doc_stride": s.doc_stride,
+            "max_query_length": s.max_query_length, "v2": bool(self.v2),
+            "wordpiece": self.wordpiece is not None}
+
   def train_feature_file(self, examples):
-    """The training features' file, written by the chief unless cached; every worker returns
-    once it is complete."""
+    """The training features' file, written by the chief unless cached for the same inputs;
+    every worker returns once it is complete."""
     s = self.settings
     path = s.train_feature_file or os.path.join(s.output_dir, "train.tf_record")
-    cached = io.exists(path)
 
     def write():
       count = self._convert(examples, True, path, s.train_file)
       logger.info(f"wrote {count} training features to {path}")
-    return self.cached_features(path, cached, write, s.model.max_seq_length,
-                                what="training features")
+    return self.cached_features(path, write, s.model.max_seq_length,
+                                self.cache_inputs(s.train_file), what="training features",
+                                named_by="--train_feature_file" if s.train_feature_file else None)
 
   def predict_features(self):
     """(examples, features, feature file) of --predict_file, features cached as the original
-    caches them (predict_feature_file + predict_feature_left_file). The chief writes them; the
-    other workers read them back once it has."""
+    caches them (predict_feature_file + predict_feature_left_file), for the same inputs. The
+    chief writes them; the other workers read them back once it has."""
     s = self.settings
     examples = self.read_examples(s.predict_file, is_training=False)
     path = s.predict_feature_file or os.path.join(s.output_dir, "predict.tf_record")
     left = s.predict_feature_left_file or os.path.join(s.output_dir, "predict_left.jsonl")
-    cached = io.exists(path) and io.exists(left)
     features = []
 
     def write():
-      if not cached:
-        self._convert(examples, False, path, s.predict_file, keep=features)
-        write_features_jsonl(left, features)
-    strategies.run_on_chief(self.strategy, write, f"{path} and {left}")
+      self._convert(examples, False, path, s.predict_file, keep=features)
+      write_features_jsonl(left, features)
+    # The records are only half of it: without the bookkeeping beside them, both are written.
+    self.cached_features(path, write, s.model.max_seq_length, self.cache_inputs(s.predict_file),
+                         what="prediction features", regenerate=not io.exists(left),
+                         named_by="--predict_feature_file" if s.predict_feature_file else None)
     if features:
       return examples, features, path
-    check_cached_features(path, s.model.max_seq_length)
     logger.info(f"Loading eval features from {left}")
     return examples, read_features_jsonl(left), path
 
