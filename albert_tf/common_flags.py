@@ -66,10 +66,11 @@ def define_run_flags():
                        "Split each replica's batch into this many micro-batches and accumulate "
                        "their gradients: the same update, less memory.")
   flags.DEFINE_bool("memory_check", True,
-                    "Before building the model, estimate the training step's peak memory and "
-                    "refuse a run that would exceed the memory the process has (the cgroup "
-                    "limit or MemAvailable; host memory only, skipped on GPUs/TPUs). "
-                    "--nomemory_check skips it.")
+                    "Before building the model, estimate the run's peak memory (training, "
+                    "evaluation, prediction or export, whichever is largest) and refuse a run "
+                    "that would exceed the memory the process has (the cgroup limit or "
+                    "MemAvailable; host memory only, skipped on GPUs/TPUs). --nomemory_check "
+                    "skips it.")
 
 
 def define_export_model_flags():

@@ -80,7 +80,8 @@ class MissingExtraError(AlbertError, ImportError):
 
 
 class MemoryCheckError(AlbertError, RuntimeError):
-  """A training step estimated to need more memory than the process has."""
+  """A run (training, evaluation, prediction or export) estimated to need more memory than the
+  process has."""
 
 
 def is_user_error(error):

@@ -39,8 +39,9 @@ class RunSettings:
     mixed_precision: one of PRECISION_POLICIES.
     random_seed: seed of the weight initialisation and dropout (None: unseeded).
     data_seed: seed of the training input order (None: a new order every run).
-    memory_check: refuse a training run whose estimated peak memory exceeds what the process
-      has (albert_tf.training.memory), before the model is built.
+    memory_check: refuse a run (training, evaluation, prediction or export) whose estimated
+      peak memory exceeds what the process has (albert_tf.training.memory), before the model
+      is built.
   """
   strategy: str = "auto"
   use_tpu: bool = False

@@ -2,9 +2,7 @@
 available as the cgroup and /proc/meminfo give it, the refusal of the README's TPU-pod sizes as one
 error: line, and the estimate within 2x of a run's measured peak RSS."""
 
-import json
 import os
-import resource
 import subprocess
 import sys
 
@@ -75,9 +73,9 @@ def measured_peak_rss(flags):
   return max_rss_kib * 1024, result.stderr
 
 
-def _pretraining_settings(batch, seq, accumulation=1, precision="float32", do_train=True):
+def _pretraining_settings(batch, seq, accumulation=1, precision="float32"):
   return settings.PretrainingSettings(
-      output_dir="unused", input_file="unused", do_train=do_train,
+      output_dir="unused", input_file="unused",
       model=settings.ModelSettings(max_seq_length=seq),
       run=settings.RunSettings(mixed_precision=precision),
       train=settings.TrainSettings(train_batch_size=batch,
@@ -150,9 +148,6 @@ def test_job_footprint_splits_the_batch_and_counts_race_choices():
                                  train=settings.TrainSettings(train_batch_size=48))
   assert memory.job_footprint(squad, config, 1, 1) == memory.estimate(config, 48, 384,
                                                                       span_head=True)
-  # Runs that do not train are not estimated.
-  assert memory.job_footprint(_pretraining_settings(4096, 512, do_train=False), config, 1,
-                              1) is None
 
 
 def test_available_reads_cgroup_v2_v1_and_meminfo(tmp_path):
@@ -241,7 +236,7 @@ def test_nomemory_check_skips_the_check():
   job = type("Job", (), {})()
   job.settings = _pretraining_settings(4096, 512)
   job.settings.run.memory_check = False
-  job.config, job.strategy = _config(BASE), None
+  job.config, job.config_file, job.strategy = _config(BASE), BASE, None
   memory.check_job(job)
   job.settings.run.memory_check = True
   job.strategy = __import__("tensorflow").distribute.get_strategy()

@@ -140,9 +140,10 @@ class Job:
   # -- the skeleton -----------------------------------------------------------------------------
   def claim_output_dir(self):
     """Call once the inputs are checked, before anything is written: refuses to go on without
-    a model when one is needed or memory for the training step (training.memory), creates
-    output_dir and takes its lock (chief), then checks the config against the one output_dir was
-    trained with (see keep_config)."""
+    a model when one is needed, or without the memory of the run's largest part (training,
+    evaluation, prediction or export: training.memory), creates output_dir and takes its lock
+    (chief), then checks the config against the one output_dir was trained with (see
+    keep_config)."""
     output_dir = self.settings.output_dir
     if self.needs_trained_model() and not self.settings.model.init_checkpoint and not (
         self._holds_trained_model()):
@@ -151,7 +152,8 @@ class Job:
           "checkpoint (model.ckpt-<step> or model.ckpt-best) and --init_checkpoint is not set. "
           "Train first (--do_train), or point --output_dir or --init_checkpoint at a "
           "fine-tuned model")
-    # Before output_dir is written to: a step that cannot fit stops now, not killed later.
+    # Before output_dir is written to (albert_config.json included): a run that cannot fit,
+    # whether it trains or only evaluates, predicts or exports, stops now, not killed later.
     memory.check_job(self)
     io.makedirs(output_dir)
 

@@ -1,7 +1,12 @@
-"""The memory pre-flight of the training binaries: before the model is built, the training step's
+"""The memory pre-flight of the binaries that build a model: before the model is built, the run's
 peak memory is estimated and compared with the memory the process has; a run that cannot fit is
 refused with one line (errors.MemoryCheckError) instead of growing until the kernel's OOM killer
 ends it (exit 137 and nothing from the program). `--nomemory_check` skips it.
+
+Every run of a training binary is checked (training.job.Job.claim_output_dir, before anything is
+written to output_dir): training, evaluation, prediction and export each have a footprint
+(job_footprints), and the largest of those the settings ask for is checked; a train-and-evaluate
+run needs the larger of the two. The export binaries call check_model_build.
 
 The estimate is the peak resident memory of the process, per host:
 
@@ -29,7 +34,44 @@ Calibration: peak RSS (resource.getrusage(RUSAGE_CHILDREN).ru_maxrss) of `run_pr
 At the README's TPU-pod sizes (albert_base_v2, 4096 x 512) it is about 4100 GiB: the run used
 to grow until the OOM killer ended it.
 
-tests/test_memory_check.py measures the first again (within 2x) and checks the arithmetic.
+Evaluation and prediction (inference_estimate) run the forward pass alone, which keeps far less:
+TensorFlow frees each tensor once its last consumer has run and no gradient needs it, so at its
+peak a batch holds about one layer's tensors, whatever num_hidden_layers is:
+
+  runtime      as above
+  state        per local replica: the weights and the optimizer's two slots, float32 (a job's
+               Runner builds the slots whatever the run does, for the checkpoint to restore into)
+  activations  per local replica, of one eval_batch_size / predict_batch_size batch split over
+               the replicas (x 4 choices for RACE): the layer's input, Q, K, V, the context and
+               the attention output (6 [b, T, H]), the FFN's pre-activation and gelu's output
+               (2 [b, T, I]), the attention scores and their softmax (2 [b, heads, T, T]); for
+               pretraining's evaluation the masked LM head's [b, P, V]: the loss makes the
+               logits, their float32 log-probabilities, the one-hot labels and their product
+               one after the other, and the measurements fit 2 of them live at once (float32).
+               The embeddings' [b, T, E] tensors are gone before the first layer runs; the
+               fine-tuning heads' outputs are at most [b, T, H]. With a mixed precision policy
+               the encoder's activations are 16-bit, the variables stay float32.
+
+Calibration: peak RSS as above of `run_pretraining --nodo_train --do_eval --max_eval_steps=1`
+on the same records (float32; the runtime constant fits the tiny run, whose state and activations
+are under 0.01 GiB):
+
+  config              batch  seq  estimate   measured   estimate / measured
+  tiny_quickstart         8   64  0.69 GiB   0.69 GiB   1.00
+  albert_base_v2         64  128  1.52 GiB   1.43 GiB   1.06
+  albert_base_v2         16  512  1.59 GiB   1.40 GiB   1.13
+
+An export (check_model_build; a fine-tuning binary's --export_dir) holds the built model's
+weights at its precision (float32, or bfloat16 with --serving_precision=bfloat16) and, assumed,
+not measured, two more copies of them: the serving model built at the export's precision (a
+fine-tuning job's serving_model; a separate exporter's checkpoint values as they load), and the
+values tf.saved_model.save reads from the variables to write them (it saves every variable of the
+module in one shard): 3 copies in all, a job's export its 3 float32 copies (weights and slots)
+plus those 2. Tracing the signatures runs no batch, so an export's activations are those of the
+batch its caller says it runs (1 by default; none in a job).
+
+tests/test_memory_check.py measures the training and evaluation calibrations' first points
+again (within 2x) and checks the arithmetic.
 
 Only host memory is checked: a step placed on GPUs or TPUs keeps its tensors in device memory,
 which this estimate does not model; the check is then skipped with a log line.
@@ -38,6 +80,7 @@ which this estimate does not model; the check is then skipped with a log line.
 import dataclasses
 import logging
 import os
+from typing import Optional
 
 from albert_tf import errors
 from albert_tf import settings as settings_lib
@@ -67,6 +110,31 @@ _STATE_COPIES = 5
 # RACE scores each question's choices (tasks/race/data.LABELS: A-D) as separate sequences.
 RACE_CHOICES = 4
 
+# A forward pass's tensors live at its peak (module docstring): per token, in units of H (the
+# layer's input, Q, K, V, the context, the attention output) and of I (the FFN's pre-activation
+# and gelu's output); per (head, query, key) the scores and their softmax; per masked LM logit
+# two float32 [b, P, V] tensors (the measurements above fit 2, not the 3 the loss makes one
+# after the other).
+_FORWARD_PER_TOKEN_HIDDEN = 6
+_FORWARD_PER_TOKEN_INTERMEDIATE = 2
+_FORWARD_PER_SCORE = 2
+_FORWARD_PER_MLM_LOGIT = 2
+# Float32 copies of the parameters a job holds when it does not train: the weights and the
+# optimizer's two slots, which its Runner builds in every run (training/runner.py).
+_JOB_INFERENCE_COPIES = 3
+# What an export adds to the weights it exports, at their precision (assumed, module
+# docstring): the serving model built at the export's precision and the values the SavedModel
+# writer reads from the variables.
+_EXPORT_EXTRA_COPIES = 2
+# Bytes per weight of an export at each --serving_precision (settings.SERVING_POLICIES).
+_SERVING_WEIGHT_BYTES = {"float32": 4, "bfloat16": 2}
+
+# The fix of each run when the batch is what does not fit (the model itself not fitting is
+# another fix: see check).
+_TRAINING_FIX = ("lower --train_batch_size, raise --gradient_accumulation_steps or lower "
+                 "--max_seq_length")
+_SKIP = " (or skip this check with --nomemory_check)"
+
 _GIB = 2**30
 
 
@@ -76,25 +144,34 @@ class Footprint:
 
   Args:
     runtime: TensorFlow and the traced step.
-    state: weights, gradients and optimizer slots, all local replicas.
-    activations: what backprop keeps of a micro-batch, all local replicas.
-    micro_batch_size: sequences per replica and micro-batch (choices counted).
+    state: weights (and gradients and optimizer slots, or an export's copies), all local
+      replicas.
+    activations: what the step keeps of a batch at its peak, all local replicas.
+    micro_batch_size: sequences per replica and micro-batch (choices counted); 0: none run.
     seq_length: the sequence length T.
+    what: the run, for the messages ("training", "evaluation", ...).
+    state_holds: what `state` is made of, for the messages.
+    fix: the flags that lower the activations, for the refusal; None where no flag does (an
+      export binary).
   """
   runtime: int
   state: int
   activations: int
   micro_batch_size: int
   seq_length: int
+  what: str = "training"
+  state_holds: str = "weights, gradients and optimizer slots"
+  fix: Optional[str] = _TRAINING_FIX
 
   @property
   def total(self):
     return self.runtime + self.state + self.activations
 
   def describe(self):
-    return (f"{gib(self.total)} (weights, gradients and optimizer slots {gib(self.state)}, "
-            f"activations of {self.micro_batch_size} sequences x {self.seq_length} tokens "
-            f"{gib(self.activations)}, TensorFlow {gib(self.runtime)})")
+    batch = (f"activations of {self.micro_batch_size} sequences x {self.seq_length} tokens "
+             f"{gib(self.activations)}, " if self.micro_batch_size else "")
+    return (f"{gib(self.total)} ({self.state_holds} {gib(self.state)}, {batch}"
+            f"TensorFlow {gib(self.runtime)})")
 
 
 def gib(n):
@@ -123,6 +200,12 @@ def parameter_count(config):
   return embeddings + projection + blocks + pooler + heads
 
 
+def _activation_bytes(precision):
+  """Bytes of an activation under a precision policy (or a serving precision): the mixed and
+  bfloat16 ones compute in 16 bits."""
+  return 4 if precision == "float32" else 2
+
+
 def estimate(config, micro_batch_size, seq_length, *, local_replicas=1,
              gradient_accumulation_steps=1, mixed_precision="float32",
              max_predictions_per_seq=0, span_head=False):
@@ -143,7 +226,7 @@ def estimate(config, micro_batch_size, seq_length, *, local_replicas=1,
     A Footprint.
   """
   b, t, h = micro_batch_size, seq_length, config.hidden_size
-  act_bytes = 4 if mixed_precision == "float32" else 2
+  act_bytes = _activation_bytes(mixed_precision)
   tokens = b * t
   per_layer = (tokens * (_PER_TOKEN_HIDDEN * h + _PER_TOKEN_INTERMEDIATE *
                          config.intermediate_size)
@@ -160,18 +243,86 @@ def estimate(config, micro_batch_size, seq_length, *, local_replicas=1,
                    seq_length=t)
 
 
-def job_footprint(job_settings, config, num_replicas, local_replicas):
-  """The Footprint of the training step a job's settings ask for, or None when the job does not
-  train (evaluation, prediction and export only).
+def forward_activations(config, batch_size, seq_length, *, mixed_precision="float32",
+                        max_predictions_per_seq=0):
+  """The bytes a forward pass (no gradient) holds at its peak: about one layer's tensors, and the
+  masked LM logits (module docstring).
 
   Args:
-    job_settings: a PretrainingSettings or a FineTuningSettings subclass.
-    config: the job's AlbertConfig.
-    num_replicas: replicas in sync (all hosts): they split train_batch_size.
-    local_replicas: those on this host.
+    config: the AlbertConfig.
+    batch_size: sequences of the batch on one replica (RACE: questions x choices).
+    seq_length: the sequence length T.
+    mixed_precision: one of settings.PRECISION_POLICIES, or a serving precision ("bfloat16"):
+      16-bit activations but for the float32 masked LM loss.
+    max_predictions_per_seq: P of the masked LM head (pretraining's evaluation); 0 otherwise.
   """
-  if not getattr(job_settings, "do_train", True):
-    return None
+  b, t = batch_size, seq_length
+  layer = (b * t * (_FORWARD_PER_TOKEN_HIDDEN * config.hidden_size +
+                    _FORWARD_PER_TOKEN_INTERMEDIATE * config.intermediate_size)
+           + _FORWARD_PER_SCORE * b * config.num_attention_heads * t * t)
+  # The masked LM loss casts its logits to float32 (models/losses.py) whatever the policy.
+  mlm = 4 * _FORWARD_PER_MLM_LOGIT * b * max_predictions_per_seq * config.vocab_size
+  return _activation_bytes(mixed_precision) * layer + mlm
+
+
+def inference_estimate(config, batch_size, seq_length, *, local_replicas=1,
+                       mixed_precision="float32", max_predictions_per_seq=0,
+                       what="evaluation", fix=None):
+  """The peak memory of a job's evaluation or prediction on this host: its weights and optimizer
+  slots (a job builds them in every run) and one batch's forward pass.
+
+  Args:
+    config: the AlbertConfig.
+    batch_size: sequences per replica (RACE: questions x choices).
+    seq_length: the sequence length T.
+    local_replicas: replicas on this host (each holds its own copy of the weights).
+    mixed_precision: one of settings.PRECISION_POLICIES (the variables stay float32).
+    max_predictions_per_seq: P of the masked LM head (pretraining); 0 for fine-tuning.
+    what: the run, for the messages.
+    fix: the flags that lower its batch, for the refusal.
+
+  Returns:
+    A Footprint.
+  """
+  state = 4 * _JOB_INFERENCE_COPIES * parameter_count(config)
+  activations = forward_activations(config, batch_size, seq_length,
+                                    mixed_precision=mixed_precision,
+                                    max_predictions_per_seq=max_predictions_per_seq)
+  return Footprint(runtime=RUNTIME_BYTES, state=local_replicas * state,
+                   activations=local_replicas * activations, micro_batch_size=batch_size,
+                   seq_length=seq_length, what=what, state_holds="weights and optimizer slots",
+                   fix=fix)
+
+
+def export_estimate(config, seq_length, *, precision="float32", batch_size=1, model_bytes=None,
+                    what="the export"):
+  """The peak memory of exporting a model: the model's weights, the copies the export makes of
+  them (module docstring: assumed 2, at the export's precision) and the forward pass of the
+  batch the exporter runs, if any.
+
+  Args:
+    config: the AlbertConfig.
+    seq_length: the sequence length of the batch it runs.
+    precision: a serving precision (settings.SERVING_POLICIES: float32 or bfloat16).
+    batch_size: sequences the exporter runs through the model (0: none; tracing runs none).
+    model_bytes: what the process already holds of the model (a job: its weights and optimizer
+      slots); None: the exported weights alone.
+    what: the run, for the messages.
+
+  Returns:
+    A Footprint, with no batch flag to lower (fix None).
+  """
+  exported = _SERVING_WEIGHT_BYTES[precision] * parameter_count(config)
+  held = exported if model_bytes is None else model_bytes
+  return Footprint(runtime=RUNTIME_BYTES, state=held + _EXPORT_EXTRA_COPIES * exported,
+                   activations=forward_activations(config, batch_size, seq_length,
+                                                   mixed_precision=precision),
+                   micro_batch_size=batch_size, seq_length=seq_length, what=what,
+                   state_holds="weights and the export's copies of them", fix=None)
+
+
+def _training_footprint(job_settings, config, num_replicas, local_replicas):
+  """The Footprint of a job's training step (see estimate)."""
   train = job_settings.train
   batch = max(1, train.train_batch_size // (num_replicas * train.gradient_accumulation_steps))
   pretraining = isinstance(job_settings, settings_lib.PretrainingSettings)
@@ -183,6 +334,50 @@ def job_footprint(job_settings, config, num_replicas, local_replicas):
       mixed_precision=job_settings.run.mixed_precision,
       max_predictions_per_seq=job_settings.max_predictions_per_seq if pretraining else 0,
       span_head=isinstance(job_settings, settings_lib.SquadSettings))
+
+
+# The forward-only runs of a job: (its settings' switch, its batch size field, its name).
+_INFERENCE_RUNS = (("do_eval", "eval_batch_size", "evaluation"),
+                   ("do_predict", "predict_batch_size", "prediction"))
+
+
+def job_footprints(job_settings, config, num_replicas, local_replicas):
+  """The Footprint of each part of the run a job's settings ask for, in the order it runs them:
+  training, evaluation, prediction, export.
+
+  Args:
+    job_settings: a PretrainingSettings or a FineTuningSettings subclass.
+    config: the job's AlbertConfig.
+    num_replicas: replicas in sync (all hosts): they split each global batch.
+    local_replicas: those on this host.
+  """
+  s = job_settings
+  footprints = []
+  if getattr(s, "do_train", True):
+    footprints.append(_training_footprint(s, config, num_replicas, local_replicas))
+  choices = RACE_CHOICES if isinstance(s, settings_lib.RaceSettings) else 1
+  predictions = (s.max_predictions_per_seq
+                 if isinstance(s, settings_lib.PretrainingSettings) else 0)
+  for switch, batch_flag, what in _INFERENCE_RUNS:
+    if getattr(s, switch, False):
+      batch = max(1, getattr(s, batch_flag) // num_replicas) * choices
+      footprints.append(inference_estimate(
+          config, batch, s.model.max_seq_length, local_replicas=local_replicas,
+          mixed_precision=s.run.mixed_precision, max_predictions_per_seq=predictions,
+          what=what, fix=f"lower --{batch_flag} or --max_seq_length"))
+  if getattr(s, "export_dir", None):
+    held = local_replicas * 4 * _JOB_INFERENCE_COPIES * parameter_count(config)
+    footprints.append(export_estimate(config, s.model.max_seq_length,
+                                      precision=s.serving_precision, batch_size=0,
+                                      model_bytes=held))
+  return footprints
+
+
+def job_footprint(job_settings, config, num_replicas, local_replicas):
+  """The largest of job_footprints (what the run needs at its peak), None where it runs
+  nothing."""
+  return max(job_footprints(job_settings, config, num_replicas, local_replicas),
+             key=lambda f: f.total, default=None)
 
 
 def _read_int(path):
@@ -273,19 +468,35 @@ def device_types(devices):
   return types
 
 
-def check(footprint, devices, what="training"):
-  """Refuses a step whose estimated peak exceeds the memory available, else logs the estimate.
+def _refusal(footprint, limit, source, config_file, skippable):
+  """The MemoryCheckError message of check: the estimate, what is available and the fix; where
+  TensorFlow and the model alone exceed the limit, no batch flag helps, and the fix is a smaller
+  model (config_file's) or a machine with more memory."""
+  model = footprint.runtime + footprint.state
+  fix = footprint.fix
+  if fix is None or model > limit:
+    fix = (f"TensorFlow and the model alone need {gib(model)}: use a smaller model than "
+           f"{config_file or 'this config'} (its hidden_size, intermediate_size, vocab_size and "
+           "unshared layers size it) or a machine with more memory")
+  return (f"{footprint.what} would need about {footprint.describe()}, but {gib(limit)} is "
+          f"available ({source}): {fix}" + (_SKIP if skippable else ""))
+
+
+def check(footprint, devices, config_file=None, skippable=True):
+  """Refuses a run whose estimated peak exceeds the memory available, else logs the estimate.
 
   Args:
     footprint: a Footprint, or None (nothing to check).
     devices: the strategy's local device strings (strategy.extended.worker_devices).
-    what: the run, for the messages.
+    config_file: the model's config file, named where the model itself does not fit.
+    skippable: the binary has --nomemory_check (the message then names it).
 
   Raises:
     errors.MemoryCheckError: the estimate is above what the process has.
   """
   if footprint is None:
     return
+  what = footprint.what
   types = device_types(devices)
   if types - {"CPU"}:
     logger.info(f"memory check skipped: {what} runs on {'/'.join(sorted(types))}, whose memory "
@@ -296,10 +507,7 @@ def check(footprint, devices, what="training"):
     logger.info("memory check skipped: neither the cgroup limit nor /proc/meminfo can be read")
     return
   if footprint.total > limit:
-    raise errors.MemoryCheckError(
-        f"{what} would need about {footprint.describe()}, but {gib(limit)} is available "
-        f"({source}): lower --train_batch_size, raise --gradient_accumulation_steps or lower "
-        "--max_seq_length (or skip this check with --nomemory_check)")
+    raise errors.MemoryCheckError(_refusal(footprint, limit, source, config_file, skippable))
   logger.info(f"memory check: {what} estimated at {footprint.describe()}, of {gib(limit)} "
               "available")
 
@@ -316,10 +524,34 @@ def local_devices(strategy):
 
 
 def check_job(job):
-  """check() of a Job's training step (training.job.Job: its settings, config and strategy);
-  skipped with --nomemory_check."""
+  """check() of the largest part of a Job's run (training.job.Job: its settings, config and
+  strategy): training, evaluation, prediction or export; skipped with --nomemory_check."""
   if not job.settings.run.memory_check:
     return
   devices = local_devices(job.strategy)
   check(job_footprint(job.settings, job.config, job.strategy.num_replicas_in_sync,
-                      len(devices)), devices)
+                      len(devices)), devices, job.config_file)
+
+
+def check_model_build(config, what, *, seq_length, batch_size=1, precision="float32",
+                      config_file=None):
+  """The pre-flight of a binary that builds a model outside a Job (the exporters): refuses, before
+  the model is built, a model whose weights and export copies (export_estimate) exceed the
+  memory available; logs the estimate otherwise. Skipped where TensorFlow places the model on a
+  GPU.
+
+  Args:
+    config: the AlbertConfig.
+    what: the run, for the messages ("exporting the SavedModel").
+    seq_length: the sequence length of the batch it runs.
+    batch_size: sequences it runs through the model (0: none).
+    precision: the weights' precision (settings.SERVING_POLICIES: float32 or bfloat16).
+    config_file: where config comes from, named in the refusal.
+
+  Raises:
+    errors.MemoryCheckError: the estimate is above what the process has.
+  """
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  check(export_estimate(config, seq_length, precision=precision, batch_size=batch_size,
+                        what=what),
+        local_devices(tf.distribute.get_strategy()), config_file, skippable=False)
