@@ -29,9 +29,12 @@ F1; the best checkpoint by micro_f1). Cached features are <file name>_train.tf_r
 """
 
 
+import math
+
 from absl import flags
 
 from albert_tf import cli, common_flags, errors, settings
+from albert_tf.tasks.classifier import settings as own_data_settings
 
 FLAGS = flags.FLAGS
 
@@ -47,16 +50,19 @@ flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
 flags.DEFINE_bool("do_predict", False,
                   "Whether to run the model in inference mode on the test set.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_integer("train_step", 1000, "Total number of training steps to perform.")
+flags.DEFINE_integer("train_step", 1000, "Total number of training steps to perform. The "
+                     "global step training ends at: a run resumed at or past it trains no "
+                     "further step.")
 flags.DEFINE_integer("warmup_step", 0,
-                     "number of steps to perform linear learning rate warmup for.")
+                     "number of steps to perform linear learning rate warmup for. At most "
+                     "--train_step.")
 flags.DEFINE_string("export_dir", None,
                     "The directory where the exported SavedModel will be stored.")
 common_flags.define_serving_precision_flag()
 flags.DEFINE_float("threshold_to_export", float("nan"),
                    "The threshold value that should be used with the exported classifier. When "
                    "specified, the threshold will be attached to the exported SavedModel, and "
-                   "served along with the predictions.")
+                   "served along with the predictions. A finite number (nan: not given).")
 flags.DEFINE_float("classifier_dropout", 0.1,
                    "Dropout on the pooled output before the classification layer (the "
                    "original's fixed value is 0.1).")
@@ -83,7 +89,23 @@ flags.DEFINE_string("label_separator", None, "Joins a row's labels in the label 
 flags.DEFINE_string("label_list", None, "Comma-separated label names in id order (default: "
                     "the checkpoint's, else the training file's, sorted).")
 flags.DEFINE_float("threshold", 0.5, "Multi-label: a label is predicted when its probability "
-                   "is above this.")
+                   "is above this. Above 0 and below 1.")
+
+# Values that would run and be silently wrong (a threshold of 1.5 predicts no label, -1 every
+# one; a warmup past the last step never reaches the learning rate) end as flag errors: one line,
+# exit 2. The bounds that flags of these names have in every binary (--eval_batch_size,
+# --train_step, --warmup_step, --classifier_dropout) are cli.FLAG_BOUNDS'.
+flags.register_validator("threshold", own_data_settings.threshold_in_range,
+                         message=own_data_settings.THRESHOLD_RULE)
+# A negative --train_step or --warmup_step is left to its own bound, which names it.
+flags.register_multi_flags_validator(
+    ["warmup_step", "train_step"],
+    lambda values: min(values.values()) < 0 or values["warmup_step"] <= values["train_step"],
+    message="--warmup_step is more than --train_step: the learning rate would never reach "
+            "--learning_rate; give a warmup of at most --train_step")
+flags.register_validator("threshold_to_export",
+                         lambda value: math.isnan(value) or math.isfinite(value),
+                         message="must be a finite number (nan, the default: no threshold)")
 
 _OWN_DATA_FILES = ("train_file", "dev_file", "test_file")
 
@@ -102,9 +124,7 @@ def main(argv):
   if FLAGS.task_name and not FLAGS.data_dir:
     raise errors.UsageError(f"--task_name={FLAGS.task_name} needs --data_dir (the GLUE data)")
   if own_data:
-    # pylint: disable-next=import-outside-toplevel
-    from albert_tf.tasks.classifier.settings import OwnDataSettings
-    job_settings = common_flags.classifier_settings(OwnDataSettings, FLAGS)
+    job_settings = common_flags.classifier_settings(own_data_settings.OwnDataSettings, FLAGS)
   else:
     job_settings = common_flags.classifier_settings(settings.ClassifierSettings, FLAGS)
   with common_flags.running_job():

@@ -4,18 +4,26 @@ headerless, numbered) columns, read into the GLUE path's InputExamples. No Tenso
 Columns: --text_column, optional --text_b_column and --label_column name a CSV's or TSV's header
 fields or a JSON line's keys. A CSV or TSV file whose columns are all given as integers (0-based)
 is headerless: its first line is data. TSV is read as GLUE's files are (tab-separated, no
-quoting), CSV with the csv module's quoting, JSONL one JSON object a line (blank lines skipped).
+quoting), CSV with the csv module's quoting (strict: a stray quote is an error; fields of any
+size), JSONL one JSON object a line (blank lines skipped). A byte-order mark and CRLF line ends
+read as none and LF.
 
 Labels: single-label (a string per row), multi-label (a JSON list, or a string joined by
 --label_separator; an empty string is no label) or regression (--label_type=float). A test file
-may have no label column. A bad row (a missing column, an empty text, an unknown label, a score
-that is not a number) is a DataFormatError naming the file and its line.
+may have no label column. A bad row is a DataFormatError naming the file and its line: a missing
+or null column, an empty text, more fields than the header (an unquoted comma, a tab inside a
+TSV field), a header or JSON object naming a field twice, an unknown label, an empty label name
+or one holding a comma, tab, line break or the label separator (the outputs join names with
+them), one number written two ways (JSON 1 and 1.0: two classes), a score that is not a finite
+number.
 """
 
 import csv
 import dataclasses
 import json
+import math
 import os
+import sys
 from typing import Optional
 
 from albert_tf import errors, io, labels
@@ -84,45 +92,124 @@ def file_format(path, data_format=None):
 
 def read_rows(path, data_format, headerless=False):
   """[(line number, row)] of a data file: a row is a dict (header names or JSON keys) or, for
-  a headerless CSV/TSV, a list of fields. The line is where the row starts (1-based)."""
+  a headerless CSV/TSV, a list of fields. The line is where the row starts (1-based).
+
+  Args:
+    path: the file.
+    data_format: one of FORMATS.
+    headerless: a CSV/TSV whose first line is data.
+
+  Raises:
+    errors.DataFormatError: a missing file, or a line that cannot be read as one row (file and
+      line named).
+  """
   if not io.exists(path):
     raise errors.DataFormatError(f"data file not found: {path}")
   if data_format == "jsonl":
-    rows = []
-    for number, line in enumerate(io.read_text(path).splitlines(), 1):
-      if not line.strip():
-        continue
-      try:
-        row = json.loads(line)
-      except json.JSONDecodeError as e:
-        raise errors.DataFormatError(f"{path}:{number}: not a JSON object: {e}") from None
-      if not isinstance(row, dict):
-        raise errors.DataFormatError(
-            f"{path}:{number}: a JSON line must be an object with named fields, got "
-            f"{type(row).__name__}")
-      rows.append((number, row))
-    return rows
-  options = {"delimiter": "\t", "quotechar": None} if data_format == "tsv" else {}
-  # newline="" as GLUE's reader (data.read_tsv): the csv module splits the lines itself.
+    return _jsonl_rows(path)
+  _allow_fields_of_any_size()
+  # TSV as GLUE's reader (data.read_tsv): tabs, no quoting. CSV strict: without it a quoted field
+  # left open swallows every row after it as its text, and `"a"b` reads as `ab`.
+  options = {"delimiter": "\t", "quotechar": None} if data_format == "tsv" else {"strict": True}
+  # newline="" as GLUE's reader: the csv module splits the lines itself.
   with io.open_text(path, newline="") as f:
-    return _csv_rows(csv.reader(f, **options), headerless)
+    return _csv_rows(csv.reader(f, **options), path, data_format, headerless)
 
 
-def _csv_rows(reader, headerless):
-  rows, start, header = [], 1, None
-  for fields in reader:
-    number, start = start, reader.line_num + 1
-    if not fields:
-      continue  # a blank line
-    if headerless:
-      rows.append((number, fields))
-    elif header is None:
-      header = fields
-    else:
-      # Missing trailing fields are absent (a missing-column error names them); fields past
-      # the header's are not read.
-      rows.append((number, dict(zip(header, fields))))
+def _allow_fields_of_any_size():
+  """Lifts the csv module's field size limit (128 KiB: a long document in one quoted field would
+  raise). The limit is a C long, which sys.maxsize overflows where a long has 32 bits (Windows).
+  """
+  try:
+    csv.field_size_limit(sys.maxsize)
+  except OverflowError:
+    csv.field_size_limit(2**31 - 1)
+
+
+class _NotOurJson(ValueError):
+  """What json.loads' hooks raise for JSON that Python would read but we refuse."""
+
+
+def _unique_keys(pairs):
+  """json's object_pairs_hook: the object as a dict, refusing a key given twice (json.loads
+  keeps the last one silently)."""
+  row = {}
+  for key, value in pairs:
+    if key in row:
+      raise _NotOurJson(f"the object names {key!r} twice: give each field once")
+    row[key] = value
+  return row
+
+
+def _no_constant(name):
+  """json's parse_constant: NaN and (-)Infinity are Python's extension, not JSON."""
+  raise _NotOurJson(f"{name} is not JSON: give a number or a string")
+
+
+def _jsonl_rows(path):
+  # Lines are split at "\n" alone (the file is read with CRLF as LF): str.splitlines() would
+  # also split at U+2028, U+0085 and others, which a JSON string may hold unescaped.
+  rows = []
+  for number, line in enumerate(io.read_text(path).split("\n"), 1):
+    if not line.strip():
+      continue
+    try:
+      row = json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except _NotOurJson as e:
+      raise errors.DataFormatError(f"{path}:{number}: {e}") from None
+    except json.JSONDecodeError as e:
+      raise errors.DataFormatError(f"{path}:{number}: not a JSON object: {e}") from None
+    if not isinstance(row, dict):
+      raise errors.DataFormatError(
+          f"{path}:{number}: a JSON line must be an object with named fields, got "
+          f"{type(row).__name__}")
+    rows.append((number, row))
   return rows
+
+
+def _csv_rows(reader, path, data_format, headerless):
+  """The rows of a csv.reader over `path`: refuses a row with more fields than the header (a
+  headerless file: its first row), whose extra fields would shift or drop text silently."""
+  rows, start, header, first = [], 1, None, None
+  try:
+    for fields in reader:
+      number, start = start, reader.line_num + 1
+      if not fields:
+        continue  # a blank line
+      if first is None:
+        first = (number, len(fields))
+        if not headerless:
+          header = _header(fields, f"{path}:{number}")
+          continue
+      elif len(fields) > first[1]:
+        raise _too_many_fields(f"{path}:{number}", len(fields), first, headerless, data_format)
+      # Missing trailing fields are absent (a missing-column error names them).
+      rows.append((number, fields if headerless else dict(zip(header, fields))))
+  except csv.Error as e:
+    # `start`: the line where the row being read began (a quoted field may span lines).
+    raise errors.DataFormatError(
+        f"{path}:{start}: not CSV: {e}: enclose a field holding a comma, a quote or a line "
+        'break in double quotes, with each quote inside it doubled ("a ""b"" c")') from None
+  return rows
+
+
+def _header(fields, where):
+  """A CSV/TSV header's column names; a name given twice is refused (the last one would win)."""
+  for i, name in enumerate(fields):
+    if name in fields[:i]:
+      raise errors.DataFormatError(
+          f"{where}: the header names column {name!r} twice: give each column its own name")
+  return fields
+
+
+def _too_many_fields(where, count, first, headerless, data_format):
+  line, width = first
+  what = "the first row" if headerless else "the header"
+  fix = ("TSV has no quoting, so a field cannot hold a tab: remove it, or write the file as CSV "
+         "or JSONL" if data_format == "tsv" else
+         'enclose a field holding a comma in double quotes ("I liked it, a lot")')
+  return errors.DataFormatError(
+      f"{where}: {count} fields, but {what} (line {line}) has {width}: {fix}")
 
 
 def _field(row, column):
@@ -131,6 +218,21 @@ def _field(row, column):
     index = int(column)
     return row[index] if index < len(row) else None
   return row.get(column)
+
+
+def _value(row, column, where):
+  """row's value of column.
+
+  Raises:
+    errors.DataFormatError: the row has no such field, or (JSON) it is null.
+  """
+  value = _field(row, column)
+  if value is None:
+    if isinstance(row, dict) and column in row:
+      raise errors.DataFormatError(f"{where}: column {column!r} is null: give it a value (or "
+                                   "drop the row)")
+    raise _missing(where, column, row)
+  return value
 
 
 def _missing(where, column, row):
@@ -154,6 +256,8 @@ class OwnDataProcessor(TextProcessor):
     self.spec = spec
     self._read = {}
     self.multi_label = bool(spec.label_separator)
+    # {a label's number: (its name, whether a JSON number, where)}: see _check_spelling.
+    self._numbers = {}
 
   @property
   def regression(self):
@@ -177,50 +281,60 @@ class OwnDataProcessor(TextProcessor):
     read = []
     for index, (line, row) in enumerate(rows):
       where = f"{path}:{line}"
-      texts = []
-      for column in (spec.text_column, spec.text_b_column):
-        if column is None:
-          texts.append(None)
-          continue
-        value = _field(row, column)
-        if value is None:
-          raise _missing(where, column, row)
-        if not isinstance(value, str):
-          value = str(value)
-        if not value.strip():
-          raise errors.DataFormatError(f"{where}: column {column!r} is empty: give every row a "
-                                       "text (or drop the row)")
-        texts.append(self.process_text(value))
-      label = self._label(_field(row, spec.label_column), where, row) if labelled else None
+      texts = [None if column is None else self.process_text(_text(row, column, where))
+               for column in (spec.text_column, spec.text_b_column)]
+      label = self._label(_value(row, spec.label_column, where), where) if labelled else None
       read.append((line, InputExample(guid=str(index), text_a=texts[0], text_b=texts[1],
                                       label=label)))
     self._read[split] = read
     return read
 
-  def _label(self, value, where, row):
+  def _label(self, value, where):
+    """A row's label as read: a name, a list of names (multi-label) or a float (regression)."""
     spec = self.spec
-    if value is None:
-      raise _missing(where, spec.label_column, row)
     if spec.regression:
-      try:
-        return float(value)
-      except (TypeError, ValueError):
-        raise errors.DataFormatError(
-            f"{where}: label {value!r} in column {spec.label_column!r} is not a number "
-            "(--label_type=float)") from None
+      return _score(value, where, spec.label_column)
     if isinstance(value, list):
       self.multi_label = True
-      return [str(v).strip() for v in value]
-    if isinstance(value, (dict, bool)) or value == "":
-      if value == "" and spec.label_separator:
-        return []
+      return [self._name(v, where) for v in value]
+    if isinstance(value, str) and spec.label_separator:
+      return [self._name(name, where) for name in value.split(spec.label_separator)
+              if name.strip()]  # "" (or "a||b"'s middle) is no label
+    return self._name(value, where)
+
+  def _name(self, value, where):
+    """One label name (a JSON number as its text, stripped), checked: a string or number, not
+    empty, and nothing that the outputs use to join names (label_name_problem)."""
+    column = self.spec.label_column
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    name = value.strip() if isinstance(value, str) else str(value) if number else None
+    if not name:
       raise errors.DataFormatError(
-          f"{where}: label {value!r} in column {spec.label_column!r}: give a label name"
-          + (", a list of names" if not spec.label_separator else ""))
-    value = str(value).strip()
-    if spec.label_separator:
-      return [name.strip() for name in value.split(spec.label_separator) if name.strip()]
-    return value
+          f"{where}: label {value!r} in column {column!r}: give a label name"
+          + ("" if self.spec.label_separator else ", a list of names"))
+    problem = label_name_problem(name, self.spec.label_separator)
+    if problem:
+      raise errors.DataFormatError(f"{where}: label {name!r} in column {column!r} {problem}")
+    self._check_spelling(name, number, where)
+    return name
+
+  def _check_spelling(self, name, json_number, where):
+    """Refuses a label that is the number of another label written another way when either is a
+    JSON number: JSON 1 and 1.0 read as '1' and '1.0', two classes for one value. (Strings
+    such as '1.1' and '1.10' may be codes, and stay apart.)"""
+    try:
+      number = float(name)
+    except ValueError:
+      return
+    if not math.isfinite(number):
+      return
+    first_name, first_json, first_where = self._numbers.setdefault(
+        number, (name, json_number, where))
+    if first_name != name and (json_number or first_json):
+      raise errors.DataFormatError(
+          f"{where}: label {name!r} is label {first_name!r} of {first_where} written another "
+          "way: they would be two classes; write every label of one class the same way (as "
+          "JSON 1 or 1.0, or \"1\", not several)")
 
   def labels_of_training_set(self):
     """The sorted label names of the train split."""
@@ -269,12 +383,65 @@ class OwnDataProcessor(TextProcessor):
     return labels.MULTI_LABEL if self.multi_label else labels.SINGLE_LABEL
 
 
+def _text(row, column, where):
+  """A row's text in column: a string (a JSON number as its text), not blank."""
+  value = _value(row, column, where)
+  if isinstance(value, (bool, list, dict)):
+    raise errors.DataFormatError(
+        f"{where}: column {column!r} holds a JSON {type(value).__name__}, not a text: give it "
+        "a string")
+  value = str(value)
+  if not value.strip():
+    raise errors.DataFormatError(f"{where}: column {column!r} is empty: give every row a text "
+                                 "(or drop the row)")
+  return value
+
+
+def _score(value, where, column):
+  """A regression label as a float; refuses what is not a finite number (a JSON true would be
+  1.0: bool is an int)."""
+  try:
+    number = None if isinstance(value, (bool, list, dict)) else float(value)
+  except (TypeError, ValueError):
+    number = None
+  if number is None or not math.isfinite(number):
+    raise errors.DataFormatError(
+        f"{where}: label {value!r} in column {column!r} is not a "
+        f"{'finite ' if number is not None else ''}number (--label_type=float): give a score")
+  return number
+
+
+def label_name_problem(name, separator=None):
+  """Why `name` cannot be a label name, or None. Names are written out joined (a multi-label
+  row's in submit_results.tsv and the SavedModel's `label`: by the separator, else commas) and
+  read back from --label_list (commas) and .tsv files (tabs, line breaks): one holding any of
+  these would read back as other names.
+
+  Args:
+    name: the label name.
+    separator: --label_separator, or None.
+  """
+  for char, what in ((separator, f"the label separator {separator!r}"), (",", "a comma"),
+                     ("\t", "a tab"), ("\n", "a line break"), ("\r", "a line break")):
+    if char and char in name:
+      return (f"holds {what}: the outputs join a row's label names with commas (or "
+              "--label_separator) and write tab-separated lines; rename the label")
+  return None
+
+
 def parse_label_list(value):
   """--label_list: comma-separated names, kept in the order given, none twice."""
   names = [name.strip() for name in value.split(",") if name.strip()]
   if len(set(names)) != len(names):
     raise errors.UsageError(f"--label_list={value} names a label twice")
   return names
+
+
+def _check_label_list(names, separator):
+  for name in names:
+    problem = label_name_problem(name, separator)
+    if problem:
+      raise errors.UsageError(f"--label_list: label {name!r} {problem}")
 
 
 def resolve_labels(processor, label_list, output_dir, init_checkpoint, training):
@@ -288,7 +455,8 @@ def resolve_labels(processor, label_list, output_dir, init_checkpoint, training)
     errors.DataFormatError: a row with a label not among them.
     errors.CheckpointError: --label_list against the checkpoint's names.
     errors.ResumeMismatchError: output_dir trained with other labels or another problem type.
-    errors.UsageError: no source at all (no --do_train, --label_list or labelled checkpoint).
+    errors.UsageError: no source at all (no --do_train, --label_list or labelled checkpoint), or
+      a --label_list name holding the separator, a tab or a line break.
   """
   saved = labels.read_classifier_labels(output_dir)
   from_checkpoint = labels.checkpoint_classifier_labels(init_checkpoint)
@@ -309,6 +477,7 @@ def resolve_labels(processor, label_list, output_dir, init_checkpoint, training)
     names, source = [], "regression"
   elif label_list:
     names, source = list(label_list), "--label_list"
+    _check_label_list(names, processor.spec.label_separator)
     if from_checkpoint and from_checkpoint["labels"]:
       labels.check_checkpoint_labels(names, init_checkpoint, training,
                                      names=from_checkpoint["labels"])

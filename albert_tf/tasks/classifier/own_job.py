@@ -4,11 +4,13 @@ the data or --label_list, kept beside the checkpoints (classifier_labels.json), 
 classification (a sigmoid per label) besides single-label and regression."""
 
 import logging
+import math
 import os
 
 import tensorflow as tf
 
 from albert_tf import labels
+from albert_tf.errors import UsageError
 from albert_tf.finetuning.evaluation import batch_means
 from albert_tf.finetuning.inputs import classifier_features
 from albert_tf.finetuning.metrics import key_metric, multi_label_eval_metrics
@@ -16,6 +18,7 @@ from albert_tf.models import AlbertClassifier
 from albert_tf.tasks.classifier import own_data
 from albert_tf.tasks.classifier.features import file_based_convert_examples_to_features
 from albert_tf.tasks.classifier.job import ClassifierJob
+from albert_tf.tasks.classifier.settings import THRESHOLD_RULE, threshold_in_range
 from albert_tf.tasks.classifier.multilabel import (AlbertMultiLabelClassifier,
                                                    MultiLabelObjective, multi_label_losses)
 
@@ -50,6 +53,8 @@ class OwnDataJob(ClassifierJob):
     self.key_metric = key_metric(self.task_name)
     if not self.regression:
       logger.info(f"{len(names)} labels from {source}: {' '.join(names)}")
+    if self.multi_label and s.export_dir:
+      self.export_threshold()  # refused now, not once training is over
 
   def claim_output_dir(self):
     super().claim_output_dir()
@@ -122,6 +127,17 @@ class OwnDataJob(ClassifierJob):
   def is_pair(self):
     return self.processor.spec.pair
 
+  def export_threshold(self):
+    """The multi-label export's threshold: --threshold_to_export when given (it must then be a
+    probability too), else the run's --threshold."""
+    given = self.settings.threshold_to_export
+    if math.isnan(given):
+      return self.settings.threshold
+    if not threshold_in_range(given):
+      raise UsageError(f"--threshold_to_export={given}: a multi-label model's threshold "
+                       f"{THRESHOLD_RULE}")
+    return given
+
   def export(self):
     if not self.multi_label:
       return super().export()
@@ -130,7 +146,7 @@ class OwnDataJob(ClassifierJob):
     s = self.settings
     self.export_serving(ClassifierServingModule(
         self.serving_model(), s.tokenizer.spm_model_file, self.label_list, self.is_pair(),
-        s.tokenizer.do_lower_case, s.model.max_seq_length, s.threshold,
+        s.tokenizer.do_lower_case, s.model.max_seq_length, self.export_threshold(),
         vocab_file=s.tokenizer.vocab_file, multi_label=True,
         label_separator=s.label_separator or ","))
     return None

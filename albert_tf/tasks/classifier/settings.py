@@ -8,6 +8,18 @@ from albert_tf import errors
 from albert_tf.settings import ClassifierSettings
 
 LABEL_TYPES = ("str", "float")
+# --threshold's rule, for the flag's validator (run_classifier) and the settings alike.
+THRESHOLD_RULE = ("must be above 0 and below 1 (a probability: at 0 or below every label is "
+                  "predicted, at 1 or above none)")
+
+
+def threshold_in_range(value):
+  """Whether `value` is a multi-label threshold (THRESHOLD_RULE; NaN is not).
+
+  Args:
+    value: the threshold, a float.
+  """
+  return 0.0 < value < 1.0
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -27,7 +39,8 @@ class OwnDataSettings(ClassifierSettings):
     threshold: a label is predicted when its probability is above it (multi-label).
 
   Raises:
-    UsageError: a split wanted without its file, or an unknown label_type.
+    UsageError: a split wanted without its file, an unknown label_type, a threshold outside
+      (0, 1), a label_separator with label_type float, or one column given for two roles.
   """
   task_name: str = "own"
   data_dir: Optional[str] = None
@@ -46,6 +59,14 @@ class OwnDataSettings(ClassifierSettings):
   def __post_init__(self):
     if self.label_type not in LABEL_TYPES:
       raise errors.UsageError(f"--label_type={self.label_type}: one of {', '.join(LABEL_TYPES)}")
+    if not threshold_in_range(self.threshold):
+      raise errors.UsageError(f"--threshold={self.threshold}: {THRESHOLD_RULE}")
+    if self.label_separator and self.label_type == "float":
+      # A regression run with a separator would also be taken for multi-label.
+      raise errors.UsageError(
+          f"--label_separator={self.label_separator} with --label_type=float: a score is one "
+          "number; drop --label_separator (multi-label) or --label_type=float (regression)")
+    self._check_columns()
     for wanted, flag, path in ((self.do_train, "train_file", self.train_file),
                                (self.do_eval, "dev_file", self.dev_file),
                                (self.do_predict, "test_file", self.test_file)):
@@ -53,6 +74,17 @@ class OwnDataSettings(ClassifierSettings):
         what = {"train_file": "--do_train", "dev_file": "--do_eval",
                 "test_file": "--do_predict"}[flag]
         raise errors.UsageError(f"{what} needs --{flag}")
+
+  def _check_columns(self):
+    """Refuses one column as two of text, text_b and label (a label read as the text)."""
+    given = [(flag, column) for flag, column in (
+        ("text_column", self.text_column), ("text_b_column", self.text_b_column),
+        ("label_column", self.label_column)) if column is not None]
+    for i, (flag, column) in enumerate(given):
+      for other, other_column in given[:i]:
+        if column == other_column:
+          raise errors.UsageError(
+              f"--{flag}={column} is also --{other}: give each role its own column")
 
   def files(self):
     """{split: path} of the splits the run reads."""
