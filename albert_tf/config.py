@@ -68,6 +68,17 @@ _LAYER_NORM_EPS = 1e-12
 
 _PROBABILITIES = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
+# How the transformer layers are laid out in variables: a checkpoint's loader checks them itself
+# (and --init_from_group0 starts a model with more groups from a checkpoint with fewer).
+LAYER_LAYOUT_FIELDS = ("num_hidden_layers", "num_hidden_groups", "inner_group_num",
+                       "parameter_sharing")
+# The fields that make the model what a checkpoint was trained as: the layout above, the sizes,
+# the activation. The dropouts and initializer_range are left out: fine-tuning may choose its
+# own.
+ARCHITECTURE_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_attention_heads",
+                       "intermediate_size", "down_scale_factor", "hidden_act",
+                       "max_position_embeddings", "type_vocab_size") + LAYER_LAYOUT_FIELDS
+
 _POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
                   "num_attention_heads", "intermediate_size", "inner_group_num",
                   "max_position_embeddings", "type_vocab_size", "num_hidden_groups")
@@ -391,6 +402,15 @@ class AlbertConfig:
     values = self.to_dict()
     values.update(changes)
     return AlbertConfig.from_dict(values)
+
+  def differences(self, other: "AlbertConfig", fields=ARCHITECTURE_FIELDS) -> list:
+    """`field: this value vs other's` for each of `fields` in which `other` differs (hidden_act
+    compared without case), in the order of `fields`."""
+    def value(config, field):
+      value = getattr(config, field)
+      return value.lower() if field == "hidden_act" and isinstance(value, str) else value
+    return [f"{field}: {getattr(self, field)!r} vs {getattr(other, field)!r}" for field in fields
+            if value(self, field) != value(other, field)]
 
   def __eq__(self, other):
     return isinstance(other, AlbertConfig) and self.to_dict() == other.to_dict()

@@ -5,8 +5,9 @@
 
 Writes albert_config.json, model.ckpt-best.* (original variable names, no optimizer state) and the
 SentencePiece model. The original's --albert_directory / --checkpoint_name form works too. A
-Hugging Face directory or a keras-hub preset --init_checkpoint brings its own config (and a
-preset its SentencePiece model): --albert_config_file and --spm_model_file may be left out.
+Hugging Face directory, a keras-hub preset or a run's output_dir --init_checkpoint brings its own
+config (and a preset, or a fine-tuning output_dir that kept it, its SentencePiece model):
+--albert_config_file and --spm_model_file may be left out.
 
 With --format=hf it writes Hugging Face transformers' layout instead (config.json,
 model.safetensors, spiece.model, tokenizer_config.json), which transformers' from_pretrained
@@ -35,12 +36,15 @@ flags.DEFINE_string("albert_directory", None,
 flags.DEFINE_string("checkpoint_name", "model.ckpt-best",
                     "Name of the checkpoint under albert_directory to be exported.")
 flags.DEFINE_string("albert_config_file", None, "The model's albert_config.json. Default: the "
-                    "config of a Hugging Face directory or keras-hub preset --init_checkpoint.")
+                    "config of a Hugging Face directory or keras-hub preset --init_checkpoint, "
+                    "or the albert_config.json of a run's output_dir --init_checkpoint (or "
+                    "beside a checkpoint prefix).")
 flags.DEFINE_string("init_checkpoint", None,
                     "Checkpoint to export: a prefix or a directory, ours or the original layout; a "
                     "Hugging Face directory or a keras-hub preset.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model to ship with the export. "
-                    "Default: a keras-hub preset --init_checkpoint's (or an HF directory's).")
+                    "Default: a keras-hub preset --init_checkpoint's (or an HF directory's, or "
+                    "the spiece.model a fine-tuning run kept in its output_dir).")
 flags.DEFINE_bool("do_lower_case", True, "Kept for compatibility with the original's flags; "
                   "with --format=hf, written to tokenizer_config.json.")
 flags.DEFINE_string("export_path", None, "The directory to write.")

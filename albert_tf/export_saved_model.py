@@ -5,10 +5,11 @@
       --max_seq_length=128 --export_dir=serving/albert --version=1
 
 Writes <export_dir>/<version>/ atomically; see albert_tf.export.saved_model for the signatures.
---init_checkpoint may be a Hugging Face directory (config.json, model.safetensors, spiece.model)
-or a keras-hub preset (config.json, model.weights.h5, assets/tokenizer/vocabulary.spm): its
-config and SentencePiece model are then the defaults of --albert_config_file and
---spm_model_file.
+--init_checkpoint may be a Hugging Face directory (config.json, model.safetensors, spiece.model),
+a keras-hub preset (config.json, model.weights.h5, assets/tokenizer/vocabulary.spm), or a run's
+output_dir or a checkpoint prefix in it (albert_config.json, and the spiece.model or vocab.txt a
+fine-tuning run kept there): its config and tokenizer are then the defaults of
+--albert_config_file and --spm_model_file / --vocab_file.
 """
 
 from absl import app, flags
@@ -34,6 +35,8 @@ def main(argv):
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import load_checkpoint, model_config, spm_model_file
+  from albert_tf.checkpoints.companions import wordpiece_vocab_file
+  from albert_tf.errors import AlbertError
   from albert_tf.export.saved_model import ServingModule, export_saved_model, heads_missing
   from albert_tf.models import AlbertPretrainer
   from albert_tf.training.precision import policy_scope, serving_policy
@@ -41,17 +44,21 @@ def main(argv):
   try:
     config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
   except ValueError as e:
+    if isinstance(e, AlbertError):  # says what is wrong, with its own exit status
+      raise
     raise app.UsageError(str(e)) from None
   spm_model = spm_model_file(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
-  if not spm_model and not FLAGS.vocab_file:
+  vocab_file = wordpiece_vocab_file(spm_model, FLAGS.vocab_file, FLAGS.init_checkpoint)
+  if not spm_model and not vocab_file:
     raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
-                         "directory with spiece.model or a keras-hub preset), or --vocab_file "
-                         "for a WordPiece model")
+                         "directory with spiece.model, a keras-hub preset, or a fine-tuning "
+                         "output_dir that kept its tokenizer), or --vocab_file for a WordPiece "
+                         "model")
   with policy_scope(serving_policy(FLAGS.serving_precision)):
     model = AlbertPretrainer(config)
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
   module = ServingModule(model, spm_model, FLAGS.do_lower_case, FLAGS.max_seq_length,
-                         config_file=config_file, vocab_file=FLAGS.vocab_file)
+                         config_file=config_file, vocab_file=vocab_file)
   report = load_checkpoint(model, FLAGS.init_checkpoint)
   print(f"loaded {FLAGS.init_checkpoint}: {report}")
   for signature, names in heads_missing(report).items():

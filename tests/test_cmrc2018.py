@@ -129,6 +129,24 @@ def test_answers_are_original_characters():
               p.lstrip("#") for p in pieces[first:first + 2]]
 
 
+def test_an_empty_context_is_answered_empty(tmp_path):
+  # No words, no window: "" (the baseline's nonce answer was "empty").
+  path = tmp_path / "dev.json"
+  path.write_text(json.dumps({"data": [{"paragraphs": [
+      {"context": c, "qas": [{"id": f"q{i}", "question": "谁?", "answers": []}]}
+      for i, c in enumerate(["", "　 \n"])]}]}, ensure_ascii=False), encoding="utf-8")
+  examples = wordpiece_data.read_examples(str(path), False, True)
+  features = []
+  wordpiece_data.convert_examples_to_features(
+      examples, CmrcTokenizer(VOCAB, True), SIZES["max_seq_length"], SIZES["doc_stride"],
+      SIZES["max_query_length"], False, features.append)
+  assert features == []
+  predictions, nbest = postprocess.postprocess_v1(examples, features, {}, 20, 30)
+  assert predictions == {"q0": "", "q1": ""}
+  assert nbest["q0"] == [{"text": "", "probability": 1.0, "start_log_prob": -1e6,
+                          "end_log_prob": -1e6}]
+
+
 @pytest.fixture
 def treebank_only(monkeypatch):
   """nltk without its punkt data, as here and for many users."""

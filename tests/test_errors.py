@@ -112,8 +112,13 @@ def test_every_checkpoint_in_output_dir_corrupt(tmp_path):
 
 
 def test_config_of_another_intermediate_size(made, tmp_path):
+  # The checkpoint alone: an albert_config.json beside it would be compared first
+  # (tests/test_output_dir_checkpoint.py); this is the loader's shape check.
+  for suffix in (".index", ".data-00000-of-00001"):
+    shutil.copy(CKPT0 + suffix, tmp_path / f"model.ckpt-0{suffix}")
   line = _one_error_line(run_binary("export_saved_model", [
-      f"--albert_config_file={made['intermediate_size']}", f"--init_checkpoint={CKPT0}",
+      f"--albert_config_file={made['intermediate_size']}",
+      f"--init_checkpoint={tmp_path / 'model.ckpt-0'}",
       f"--spm_model_file={SPM}", "--max_seq_length=24",
       f"--export_dir={tmp_path / 'serving'}"], check=False), 1)
   assert "shape mismatch" in line and "[32, 64]" in line and "[32, 96]" in line, line

@@ -162,6 +162,8 @@ def test_runs_sharing_a_cached_dir_train_on_their_own_files(tmp_path):
   rows = _mrpc_rows("train")
   _write_csv(train, rows)
   _run(tmp_path / "two", cached, train_file=str(train), do_train=True)
+  # The output_dir keeps its tokenizer beside its config: a checkpoint to point exports at.
+  assert (tmp_path / "two" / "spiece.model").read_bytes() == open(SPM, "rb").read()
   assert {e["label_ids"][0] for e in read_examples(str(cached / "train_train.tf_record"))} == {
       0, 1}
   _write_csv(train, [r[:2] + [["0", "1", "2"][i % 3]] for i, r in enumerate(rows)])

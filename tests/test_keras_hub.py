@@ -11,6 +11,7 @@ changes none of the Keras settings our models use.
 
 import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -311,6 +312,50 @@ def test_contradicting_config_flag_is_one_error_line(preset, tmp_path):
   lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
   assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
   assert "contradicts the keras-hub preset" in lines[0] and "hidden_size is 64" in lines[0]
+  assert not os.path.exists(tmp_path / "out")
+
+
+def _broken(preset, tmp_path, breakage):
+  """A copy of `preset` with model.weights.h5 deleted ("no weights") or config.json cut short
+  ("corrupt config")."""
+  directory = str(tmp_path / "broken")
+  shutil.copytree(preset["directory"], directory)
+  if breakage == "no weights":
+    os.remove(os.path.join(directory, "model.weights.h5"))
+  else:
+    with open(os.path.join(directory, "config.json"), "r+", encoding="utf-8") as f:
+      f.truncate(40)
+  return directory
+
+
+@pytest.mark.parametrize("breakage, message", [
+    ("no weights", "keras-hub preset {d} has no model.weights.h5 (the backbone's weights): save "
+                   "the preset again (save_to_preset) or copy it whole"),
+    ("corrupt config", "{d}/config.json, the model config of keras-hub preset {d}, is not valid "
+                       "JSON"),
+])
+def test_a_broken_preset_is_named_with_its_file(preset, tmp_path, breakage, message):
+  directory = _broken(preset, tmp_path, breakage)
+  expected = message.format(d=directory)
+  for call in (lambda: model_config(None, directory), lambda: model_config(CONFIG_FILE, directory),
+               lambda: spm_model_file(None, None, directory),
+               lambda: load_checkpoint(AlbertModel(AlbertConfig.from_json_file(CONFIG_FILE)),
+                                       directory)):
+    with pytest.raises(errors.CheckpointError) as error:
+      call()
+    assert str(error.value).startswith(expected), str(error.value)
+  assert not is_keras_hub_preset(directory)
+
+
+@pytest.mark.slow  # a binary's start-up
+def test_a_broken_preset_is_one_error_line(preset, tmp_path):
+  directory = _broken(preset, tmp_path, "no weights")
+  result = run_binary("export_saved_model", [f"--init_checkpoint={directory}",
+                                             f"--export_dir={tmp_path / 'out'}"], check=False)
+  assert result.returncode == 1, result.stderr[-3000:]
+  lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+  assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+  assert f"keras-hub preset {directory} has no model.weights.h5" in lines[0]
   assert not os.path.exists(tmp_path / "out")
 
 

@@ -224,3 +224,49 @@ def test_no_answer_found_at_all_is_an_error(tmp_path):
   path = _squad_file(tmp_path, [_qa("absent", "dog", 4)])
   with pytest.raises(ValueError, match=r"no usable questions \(all 1 answers were not found"):
     squad.read_squad_examples(path, is_training=True)
+
+
+def _predict_features(tmp_path, contexts):
+  """Dev examples (one question each, ids q0, q1, ...) of `contexts` and their features."""
+  path = tmp_path / "dev.json"
+  path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [
+      {"context": c, "qas": [{"id": f"q{i}", "question": "Who sat?", "answers": []}]}
+      for i, c in enumerate(contexts)]}]}))
+  examples = squad.read_squad_examples(str(path), is_training=False)
+  features = []
+  squad.convert_examples_to_features(examples, FullTokenizer(spm_model_file=SPM), 32, 8, 8,
+                                     False, features.append, True)
+  return examples, features
+
+
+NO_SPAN = [{"text": "", "probability": 1.0, "start_log_prob": -1e6, "end_log_prob": -1e6}]
+
+
+def test_contexts_without_windows_are_answered_empty_not_empty(tmp_path):
+  # An empty or whitespace-only context gives no window; the original answered its nonce
+  # "empty" there. A real context keeps its answer.
+  examples, features = _predict_features(tmp_path, ["", " \n\t ", "The cat sat on the mat."])
+  assert {f.example_index for f in features} == {2}
+  feature = features[0]
+  on = feature.tokens.index("▁on")
+  logits = lambda k: [5.0 if i == k else 0.0 for i in range(32)]
+  results = {feature.unique_id: {"start_log_prob": logits(on), "end_log_prob": logits(on + 1)}}
+  predictions, nbest = squad.postprocess_v1(examples, features, results, 20, 30)
+  assert predictions == {"q0": "", "q1": "", "q2": "on the"}
+  assert nbest["q0"] == nbest["q1"] == NO_SPAN
+  assert nbest["q2"][0]["text"] == "on the" and nbest["q2"][0]["start_log_prob"] == 5.0
+  predictions, nbest, null_odds, _ = squad.postprocess_v2(examples[:2], [], {}, 20, 30, 5, 5)
+  assert predictions == {"q0": "", "q1": ""} and nbest == {"q0": NO_SPAN, "q1": NO_SPAN}
+  assert null_odds == {"q0": 1000000, "q1": 1000000}
+
+
+def test_a_window_without_a_valid_span_is_answered_empty(tmp_path):
+  # The rare case the original's nonce is for: every candidate fails the filters (here the only
+  # start and end are on the final [SEP], outside the paragraph).
+  examples, features = _predict_features(tmp_path, ["The cat sat on the mat."])
+  [feature] = features
+  last = len(feature.tokens) - 1
+  logits = [5.0 if i == last else 0.0 for i in range(32)]
+  results = {feature.unique_id: {"start_log_prob": logits, "end_log_prob": logits}}
+  predictions, nbest = squad.postprocess_v1(examples, features, results, 1, 30)
+  assert predictions == {"q0": ""} and nbest == {"q0": NO_SPAN}

@@ -21,7 +21,7 @@ import numpy as np
 
 from albert_tf import errors
 from albert_tf import io
-from albert_tf.checkpoints import layout, original
+from albert_tf.checkpoints import companions, layout, original
 
 WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
@@ -405,7 +405,9 @@ def companion_file(checkpoint, name):
 
 def model_config(albert_config_file, init_checkpoint):
   """The model config of a binary: `albert_config_file` when given, else the config.json of
-  `init_checkpoint` when that is an HF directory.
+  `init_checkpoint` when that is an HF directory, else the albert_config.json beside it (in a
+  run's output_dir given as the checkpoint, or beside a prefix such as .../model.ckpt-best: see
+  checkpoints.companions).
 
   Args:
     albert_config_file: an albert_config.json, or None.
@@ -416,7 +418,8 @@ def model_config(albert_config_file, init_checkpoint):
 
   Raises:
     ValueError: when neither gives a config (saying which flag to set); when both are there and
-      disagree on a field they share (see check_configs_agree).
+      disagree on a field they share (see check_configs_agree), or with the albert_config.json
+      beside the checkpoint on its architecture (companions.check_config_beside).
   """
   from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   hf_config = companion_file(init_checkpoint, CONFIG_NAME)
@@ -424,12 +427,18 @@ def model_config(albert_config_file, init_checkpoint):
     config = AlbertConfig.from_json_file(albert_config_file)
     if hf_config:
       check_configs_agree(config, albert_config_file, hf_config)
+    else:
+      companions.check_config_beside(config, albert_config_file, init_checkpoint)
     return config, albert_config_file
   if hf_config:
     return AlbertConfig.from_hf_config(hf_config), hf_config
+  kept = companions.beside(init_checkpoint, companions.CONFIG_NAME)
+  if kept:
+    return AlbertConfig.from_json_file(kept), kept
   raise errors.UsageError(
-      "no model config: give --albert_config_file, or an --init_checkpoint that is "
-      "a Hugging Face directory with config.json")
+      "no model config: give --albert_config_file, or an --init_checkpoint with its config: a "
+      f"run's output_dir or a checkpoint with {companions.CONFIG_NAME} beside it, a Hugging "
+      "Face directory with config.json, or a keras-hub preset")
 
 
 def check_configs_agree(config, config_file, hf_config_file):

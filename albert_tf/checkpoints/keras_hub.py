@@ -31,6 +31,7 @@ from albert_tf import io
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.weights.h5"
 TASK_WEIGHTS_NAME = "task.weights.h5"
+METADATA_NAME = "metadata.json"  # keras and keras-hub versions, written by save_to_preset
 SPM_PATH = os.path.join("assets", "tokenizer", "vocabulary.spm")
 BACKBONE = "keras_hub>AlbertBackbone"
 _KERAS_HUB = "keras_hub>"
@@ -95,6 +96,54 @@ def _read_json(path):
     raise errors.ConfigError(f"{path} is not valid JSON: {e}") from None
 
 
+def _registered_name(values):
+  return str(values.get("registered_name") or "") if isinstance(values, dict) else ""
+
+
+def _broken_preset(path):
+  """Why directory `path`, a keras-hub preset by its files (model.weights.h5 or metadata.json,
+  which keras-hub's save_to_preset writes, or a config.json naming a keras_hub> class), cannot
+  be read as one: config.json or model.weights.h5 missing, or config.json not valid JSON.
+  None for an intact preset, and for anything that is no keras-hub preset at all (a Hugging
+  Face directory among them: its config.json is transformers')."""
+  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
+  if not path or not io.isdir(os.fspath(path)) or hf.is_hf_checkpoint(path):
+    return None
+  path = os.fspath(path)
+  config_file, weights = os.path.join(path, CONFIG_NAME), os.path.join(path, WEIGHTS_NAME)
+  values, error = None, None
+  if io.exists(config_file):
+    try:
+      values = json.loads(io.read_text(config_file))
+    except ValueError as e:
+      error = e
+  marked = io.exists(weights) or io.exists(os.path.join(path, METADATA_NAME))
+  if not (marked or _registered_name(values).startswith(_KERAS_HUB)):
+    return None
+  again = "save the preset again (save_to_preset) or copy it whole"
+  if not io.exists(config_file):
+    return f"keras-hub preset {path} has no {CONFIG_NAME} (its model config): {again}"
+  if error is not None:
+    return (f"{config_file}, the model config of keras-hub preset {path}, is not valid JSON "
+            f"({error}): it looks truncated or corrupt; {again}")
+  if not io.exists(weights):
+    return (f"keras-hub preset {path} has no {WEIGHTS_NAME} (the backbone's weights): {again}")
+  return None
+
+
+def check_preset(path):
+  """Raises when `path` is a keras-hub preset missing a file or with a corrupt config.json
+  (see _broken_preset): one error naming the file, before anything reads the directory as a
+  checkpoint of another kind (and fails for another reason).
+
+  Raises:
+    errors.CheckpointError: naming the file and the fix.
+  """
+  problem = _broken_preset(path)
+  if problem:
+    raise errors.CheckpointError(problem)
+
+
 def _preset_config(path):
   """The parsed config.json of a keras-hub preset directory, or None for anything else."""
   if not path or not io.isdir(os.fspath(path)):
@@ -106,8 +155,7 @@ def _preset_config(path):
     values = json.loads(io.read_text(config_file))
   except ValueError:
     return None
-  registered = values.get("registered_name") if isinstance(values, dict) else None
-  return values if str(registered or "").startswith(_KERAS_HUB) else None
+  return values if _registered_name(values).startswith(_KERAS_HUB) else None
 
 
 # keras-hub's task classes -> the transformers class holding the same head's weights.
@@ -373,21 +421,22 @@ def model_config(albert_config_file, init_checkpoint):
     errors.ConfigError: --albert_config_file describes another model than the preset (names
       the field and both values).
     errors.UsageError: no config at all (see hf.model_config).
+    errors.CheckpointError: a keras-hub preset missing a file or with a corrupt config.json
+      (check_preset).
   """
   from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
+  check_preset(init_checkpoint)
   if not is_keras_hub_preset(init_checkpoint):
     return hf.model_config(albert_config_file, init_checkpoint)
   config = albert_config(init_checkpoint)
   preset_file = os.path.join(os.fspath(init_checkpoint), CONFIG_NAME)
   if not albert_config_file:
     return config, preset_file
-  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from albert_tf.config import ARCHITECTURE_FIELDS, AlbertConfig
   given = AlbertConfig.from_json_file(albert_config_file)
   # Dropout is left out: keras-hub has one for both, and fine-tuning may choose its own.
-  for field in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
-                "num_hidden_groups", "num_attention_heads", "intermediate_size",
-                "inner_group_num", "down_scale_factor", "hidden_act", "max_position_embeddings",
-                "type_vocab_size", "parameter_sharing"):
+  for field in ARCHITECTURE_FIELDS:
     if getattr(given, field) != getattr(config, field):
       raise errors.ConfigError(
           f"--albert_config_file={albert_config_file} contradicts the keras-hub preset "
@@ -399,7 +448,9 @@ def model_config(albert_config_file, init_checkpoint):
 
 def spm_model_file(spm_model, vocab_file, init_checkpoint):
   """The SentencePiece model of a binary: --spm_model_file, else a keras-hub preset's
-  vocabulary.spm, else an HF directory's spiece.model (when --vocab_file is not given either).
+  vocabulary.spm, else an HF directory's spiece.model, else the one a fine-tuning run kept in
+  its output_dir (companions.keep_tokenizer) beside the checkpoint (the last three when
+  --vocab_file is not given either).
 
   Args:
     spm_model: --spm_model_file, or None.
@@ -412,11 +463,16 @@ def spm_model_file(spm_model, vocab_file, init_checkpoint):
   Raises:
     errors.UsageError: --vocab_file (WordPiece) or another --spm_model_file than the one of a
       keras-hub preset --init_checkpoint.
+    errors.CheckpointError: as check_preset.
   """
-  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from albert_tf.checkpoints import companions, hf
+  check_preset(init_checkpoint)
   if not is_keras_hub_preset(init_checkpoint):
-    return spm_model or (None if vocab_file else hf.companion_file(init_checkpoint,
-                                                                   hf.SPM_NAME))
+    if spm_model or vocab_file:
+      return spm_model
+    return (hf.companion_file(init_checkpoint, hf.SPM_NAME)
+            or companions.kept_spm_model(init_checkpoint))
   own = preset_spm_model(init_checkpoint)
   if vocab_file:
     raise errors.UsageError(

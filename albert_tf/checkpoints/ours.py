@@ -61,7 +61,11 @@ def load_checkpoint(model: keras.Model, path: str,
   Raises:
     ValueError: a variable of another shape (names it and both shapes).
     KeyError: encoder variables the checkpoint lacks (the config does not match it).
+    errors.CheckpointError: a keras-hub preset missing a file or with a corrupt config.json
+      (keras_hub.check_preset).
   """
+  # A keras-hub preset missing a file would otherwise be read as a TF checkpoint directory.
+  keras_hub.check_preset(path)
   if path is not None and str(path) and hf.is_hf_checkpoint(path):
     return hf.load_hf_checkpoint(model, path, init_from_group0=init_from_group0)
   if path is not None and str(path) and keras_hub.is_keras_hub_preset(path):

@@ -15,7 +15,8 @@ def define_flags(quantize_choices):
   --max_seq_length, --quantize."""
   flags.DEFINE_string("albert_config_file", None,
                       "The model's albert_config.json; optional for a Hugging Face "
-                      "--init_checkpoint (its config.json is read).")
+                      "--init_checkpoint (its config.json is read), a keras-hub preset, and a "
+                      "run's output_dir or a prefix in it (its albert_config.json).")
   flags.DEFINE_string("init_checkpoint", None,
                       "Checkpoint to export, any layout (ours, the released one, Hugging "
                       "Face's): a prefix or a directory. Its head is exported with it: a "

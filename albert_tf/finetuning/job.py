@@ -15,6 +15,7 @@ import tensorflow as tf
 from albert_tf import io
 from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
 from albert_tf.checkpoints import save_original_checkpoint, spm_model_file
+from albert_tf.checkpoints.companions import keep_tokenizer, wordpiece_vocab_file
 from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
 from albert_tf.finetuning import feature_cache
@@ -28,17 +29,19 @@ logger = logging.getLogger("albert_tf")
 
 
 def _with_checkpoint_spm_model(settings):
-  """settings with the SentencePiece model of --init_checkpoint when no tokenizer is given: an
-  HF directory (its spiece.model) or a keras-hub preset (its vocabulary.spm) ships the tokenizer
-  it was trained with. A tokenizer that contradicts a preset's is refused (UsageError)."""
+  """settings with the tokenizer of --init_checkpoint when none is given: an HF directory (its
+  spiece.model), a keras-hub preset (its vocabulary.spm) or a fine-tuning output_dir (the
+  spiece.model or vocab.txt it kept: checkpoints.companions) ships the tokenizer it was trained
+  with. A tokenizer that contradicts a preset's is refused (UsageError)."""
   tokenizer = settings.tokenizer
   spm = spm_model_file(tokenizer.spm_model_file, tokenizer.vocab_file,
                        settings.model.init_checkpoint)
-  if spm is None or spm == tokenizer.spm_model_file:
+  vocab = wordpiece_vocab_file(spm, tokenizer.vocab_file, settings.model.init_checkpoint)
+  if spm == tokenizer.spm_model_file and vocab == tokenizer.vocab_file:
     return settings
-  logger.info(f"tokenizer: {spm} (from --init_checkpoint)")
-  return dataclasses.replace(settings, tokenizer=dataclasses.replace(tokenizer,
-                                                                     spm_model_file=spm))
+  logger.info(f"tokenizer: {spm or vocab} (from --init_checkpoint)")
+  return dataclasses.replace(settings, tokenizer=dataclasses.replace(
+      tokenizer, spm_model_file=spm, vocab_file=vocab))
 
 
 class FineTuningJob(Job):
@@ -69,6 +72,13 @@ class FineTuningJob(Job):
       raise UsageError(str(e)) from None
     self.best_path = os.path.join(settings.output_dir, "model.ckpt-best")
     self._tracker = None
+
+  def keep_config(self):
+    """Job.keep_config, then the run's tokenizer beside it (companions.keep_tokenizer): the
+    output_dir is then a checkpoint that brings its config and its tokenizer. After the config:
+    a run refused for its config writes no tokenizer."""
+    super().keep_config()
+    keep_tokenizer(self.settings.output_dir, self.settings.tokenizer)
 
   def needs_trained_model(self):
     return not self.settings.do_train

@@ -5,7 +5,9 @@ Signatures (batch-major, any batch size):
   serving_default    question, context string [B] -> answer string [B], score float64 [B]
                      (start + end log-prob, v1: logits, of the answer), and for v2 null_odds
                      float [B] (the lowest answerability logit over the windows); a v2 answer is
-                     "" when null_odds >= the baked-in null_score_diff_threshold, as the original
+                     "" when null_odds >= the baked-in null_score_diff_threshold, as the original;
+                     an answer without a span (a context without pieces: empty, whitespace only,
+                     NUL-led) is "" with score -2e6 (v2: null_odds 1e6), as predictions.json's
   features           input_ids, input_mask, segment_ids, p_mask int32 [B, T] -> the model's raw
                      outputs under the original's names (start_log_prob/end_log_prob for v1;
                      start_top_log_probs, start_top_index, end_top_log_probs, end_top_index,
@@ -38,9 +40,11 @@ from albert_tf.layers.span_heads import P_MASK_ADDER
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.export.windows import max_context_window
 from albert_tf.tokenization.in_graph import PY_WHITESPACE
+from albert_tf.tasks.squad.postprocess import NO_SPAN_LOG_PROB, NULL_ODDS_WITHOUT_WINDOWS
 from albert_tf.tokenization.in_graph_cmrc import CmrcInGraphTokenizer
 
-NO_ANSWER_SCORE = -2e6
+# The score of an answer without a span: that of postprocess's n-best entry for it.
+NO_ANSWER_SCORE = 2 * NO_SPAN_LOG_PROB
 
 
 def _char_offsets(context, byte_offsets):
@@ -148,7 +152,10 @@ class SquadServingModule(TextServingModule):
     max_doc = t - q_len - 3
     step = tf.minimum(tf.cast(self.doc_stride, tf.int64), max_doc)
     extra = tf.maximum(p_len - max_doc, 0)
-    n_windows = 1 + (extra + step - 1) // step
+    # A paragraph without pieces (empty, whitespace only, or cut to nothing at a NUL, where the
+    # text ops stop) gets no window, as the original cuts none from it: it is answered as one
+    # without a span.
+    n_windows = tf.where(p_len > 0, 1 + (extra + step - 1) // step, 0)
     example = tf.repeat(tf.range(tf.size(n_windows, out_type=tf.int64)), n_windows)
     k = tf.ragged.range(n_windows).flat_values
     win_start = k * tf.gather(step, example)
@@ -228,13 +235,31 @@ class SquadServingModule(TextServingModule):
     begin, last = safe(first_char, s_para), safe(last_char, e_para)
     text = tf.strings.strip(tf.strings.substr(context, begin, last - begin + 1,
                                               unit="UTF8_CHAR"))
-    placeholder = "" if self.v2 else "empty"  # the original's nonce entry
-    answer = tf.where(found, text, placeholder)
-    best_score = tf.where(found, best_score, NO_ANSWER_SCORE if self.v2 else 0.0)
+    # No valid span: postprocess's NO_SPAN entry, "" (not the original's nonce text "empty").
+    answer = tf.where(found, text, "")
+    best_score = tf.where(found, best_score, NO_ANSWER_SCORE)
     return answer, best_score
 
   def _answer(self, question, context):
     features, windows, first_char, last_char = self._windows(question, context)
+    # A batch without a window (empty, or every context without pieces) has nothing to run the
+    # model on, and the answer selection reduces over windows.
+    return tf.cond(tf.size(windows["example"]) > 0,
+                   lambda: self._read(features, windows, first_char, last_char, context),
+                   lambda: self._unanswered(tf.size(context)))
+
+  def _unanswered(self, batch):
+    """What _read answers for an example without a window, for `batch` of them: "", the
+    no-answer score and (v2) the null odds of postprocess.null_scores."""
+    result = {"answer": tf.fill([batch], ""),
+              "score": tf.fill([batch], tf.constant(NO_ANSWER_SCORE, tf.float64))}
+    if self.v2:
+      result["null_odds"] = tf.fill([batch], tf.constant(float(NULL_ODDS_WITHOUT_WINDOWS),
+                                                         tf.float32))
+    return result
+
+  def _read(self, features, windows, first_char, last_char, context):
+    """The answers of a batch with at least one window."""
     outputs = self._raw_outputs(self.trimmed(features))
     if not self.v2:
       # Back to [N, T] for the n-best search. Positions past the batch's longest window are
@@ -246,7 +271,9 @@ class SquadServingModule(TextServingModule):
     result = {"answer": answer, "score": score}
     if self.v2:
       cls = tf.RaggedTensor.from_row_lengths(outputs["cls_logits"], windows["n_windows"])
-      null_odds = tf.minimum(tf.reduce_min(cls, axis=1), 1000000.0)
+      # Capped as the original's minimum, which starts from it: an example without a window
+      # (its row's minimum is +inf) gets the cap.
+      null_odds = tf.minimum(tf.reduce_min(cls, axis=1), float(NULL_ODDS_WITHOUT_WINDOWS))
       result["null_odds"] = null_odds
       result["answer"] = tf.where(null_odds < self.null_score_diff_threshold, answer, "")
     return result
@@ -263,12 +290,7 @@ class SquadServingModule(TextServingModule):
                                 tf.TensorSpec([None], tf.string, name="context")])
   def serve(self, question, context):
     texts = check_texts(question=question, context=context)
-    # An empty batch has no window, and the answer selection reduces over windows.
-    empty = {"answer": tf.zeros([0], tf.string), "score": tf.zeros([0], tf.float64)}
-    if self.v2:
-      empty["null_odds"] = tf.zeros([0], tf.float32)
-    return tf.cond(tf.size(texts["question"]) > 0,
-                   lambda: self._answer(texts["question"], texts["context"]), lambda: empty)
+    return self._answer(texts["question"], texts["context"])
 
   @tf.function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                 ids_spec("segment_ids"), ids_spec("p_mask")])

@@ -16,6 +16,16 @@ import sys
 
 from albert_tf.io import write_text_atomically
 
+# The n-best list of an example without a valid span: its context gave no window (empty or
+# whitespace only) or, rarely, no window's candidates passed the filters. The original writes a
+# nonce entry there, text "empty" with log-probs 0 (v1): an answer it invents, which
+# predictions.json would then hold and the metrics compare with the gold answers. Here the
+# answer is "" (nothing found), with log-probs that rank it below any real span.
+NO_SPAN_LOG_PROB = -1e6
+NO_SPAN = ("", NO_SPAN_LOG_PROB, NO_SPAN_LOG_PROB)
+# The null odds of an example without windows (the original's start value of the minimum).
+NULL_ODDS_WITHOUT_WINDOWS = 1000000
+
 
 def best_indexes(scores, n_best_size):
   """Positions of the n_best_size highest scores, best first (ties keep their order)."""
@@ -103,8 +113,8 @@ def _nbest(example, features, results, n_best_size, max_answer_length, start_n_t
       text = ""
     seen.add(text)
     nbest.append((text, start_lp, end_lp))
-  if not nbest:  # the original's placeholders
-    nbest = [("", -1e6, -1e6)] if v2 else [("empty", 0.0, 0.0)]
+  if not nbest:
+    nbest = [NO_SPAN]
   probs = softmax([s + e for _, s, e in nbest])
   return [collections.OrderedDict(text=t, probability=p, start_log_prob=s, end_log_prob=e)
           for (t, s, e), p in zip(nbest, probs)]
@@ -126,8 +136,9 @@ def null_scores(examples, features, results):
   1000000 for an example without windows)."""
   grouped = _features_by_example(features)
   return collections.OrderedDict(
-      (example.qas_id, min([1000000] + [float(results[f.unique_id]["cls_logits"])
-                                        for f in grouped[example_index]]))
+      (example.qas_id, min([NULL_ODDS_WITHOUT_WINDOWS]
+                           + [float(results[f.unique_id]["cls_logits"])
+                              for f in grouped[example_index]]))
       for example_index, example in enumerate(examples))
 
 
