@@ -65,6 +65,7 @@ def main(argv):
   from albert_tf.checkpoints import model_config, spm_model_file  # pylint: disable=import-outside-toplevel
   from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
   from albert_tf.export.released import export_released_layout  # pylint: disable=import-outside-toplevel
+  from albert_tf.training import memory  # pylint: disable=import-outside-toplevel
   if FLAGS.albert_directory:
     config_file = os.path.join(FLAGS.albert_directory, "albert_config.json")
     checkpoint = os.path.join(FLAGS.albert_directory, FLAGS.checkpoint_name)
@@ -75,7 +76,10 @@ def main(argv):
     config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
   # The config file, checked against the checkpoint's own config (an HF directory's config.json,
   # a keras-hub preset's); without it, the checkpoint's.
-  config = model_config(config_file, checkpoint)[0]
+  config, config_from = model_config(config_file, checkpoint)
+  # Before the weights load: a model that cannot fit is refused, not killed by the OOM killer.
+  memory.check_model_build(config, "converting the checkpoint", seq_length=1, batch_size=0,
+                           config_file=config_from)
   spm_model = spm_model_file(FLAGS.spm_model_file, None, checkpoint)
   if FLAGS.format == "hf":
     path = export_hf_layout(config, checkpoint,

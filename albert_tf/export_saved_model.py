@@ -39,6 +39,7 @@ def main(argv):
   from albert_tf.errors import AlbertError
   from albert_tf.export.saved_model import ServingModule, export_saved_model, heads_missing
   from albert_tf.models import AlbertPretrainer
+  from albert_tf.training import memory
   from albert_tf.training.precision import policy_scope, serving_policy
   # pylint: enable=import-outside-toplevel
   try:
@@ -54,6 +55,10 @@ def main(argv):
                          "directory with spiece.model, a keras-hub preset, or a fine-tuning "
                          "output_dir that kept its tokenizer), or --vocab_file for a WordPiece "
                          "model")
+  # Before the model is built: one that cannot fit is refused, not killed by the OOM killer.
+  memory.check_model_build(config, "exporting the SavedModel", seq_length=FLAGS.max_seq_length,
+                           batch_size=0, precision=FLAGS.serving_precision,
+                           config_file=config_file)
   with policy_scope(serving_policy(FLAGS.serving_precision)):
     model = AlbertPretrainer(config)
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.

@@ -17,6 +17,7 @@ from test_memory_check import measured_peak_rss, write_pretraining_records
 
 TINY = os.path.join(REPO_ROOT, "data", "configs", "tiny_quickstart.json")
 BASE = os.path.join(REPO_ROOT, "data", "configs", "albert_base_v2.json")
+SPM = os.path.join(REPO_ROOT, "tests", "testdata", "original_pretraining_data", "30k-clean-tiny.model")
 CPU = ["/job:localhost/replica:0/task:0/device:CPU:0"]
 GIB = 2**30
 
@@ -187,3 +188,26 @@ def test_eval_estimate_within_2x_of_measured_peak_rss(tmp_path):
   assert logged, stderr[-3000:]
   estimate = float(logged[0].split("estimated at ")[1].split(" GiB")[0]) * GIB
   assert 0.5 < estimate / measured < 2, (estimate, measured)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("binary, flags, what", [
+    ("export_tflite", ["--random_weights", "--output_file={out}/albert.tflite"],
+     "exporting the portable model"),
+    ("export_saved_model", ["--init_checkpoint={ckpt}", "--export_dir={out}",
+                            f"--spm_model_file={SPM}"], "exporting the SavedModel"),
+    ("export_checkpoints", ["--init_checkpoint={ckpt}", "--export_path={out}"],
+     "converting the checkpoint"),
+])
+def test_an_export_of_an_absurd_config_is_refused_before_writing(binary, flags, what, tmp_path):
+  config = _absurd_config_file(str(tmp_path))
+  out = tmp_path / "out"
+  # A checkpoint prefix without a config beside it: the absurd config is the one compared.
+  ckpt = tmp_path / "ckpt" / "model.ckpt-0"
+  result = run_binary(binary, [f"--albert_config_file={config}"] + [
+      f.format(out=out, ckpt=ckpt) for f in flags], check=False, timeout=120)
+  assert result.returncode == 1, result.stderr[-3000:]
+  lines = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+  assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+  assert lines[0].startswith(f"error: {what} would need about"), lines[0]
+  assert not os.path.exists(out)

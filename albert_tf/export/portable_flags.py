@@ -51,6 +51,7 @@ def model_from_flags():
   """
   from albert_tf.checkpoints import model_config  # pylint: disable=import-outside-toplevel
   from albert_tf.export.portable import check_max_seq_length, load_exportable_model  # pylint: disable=import-outside-toplevel
+  from albert_tf.training import memory  # pylint: disable=import-outside-toplevel
   if FLAGS.random_weights and FLAGS.init_checkpoint:
     raise errors.UsageError(f"--init_checkpoint={FLAGS.init_checkpoint} and --random_weights: "
                             "give one (random weights are for size/speed benchmarks only)")
@@ -62,12 +63,15 @@ def model_from_flags():
     raise errors.UsageError(f"--head={FLAGS.head} with --random_weights: random weights export "
                             "the encoder alone; drop --head")
   try:
-    config, _ = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+    config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
     check_max_seq_length(config, FLAGS.max_seq_length)
   except (ValueError, FileNotFoundError) as e:
     if isinstance(e, errors.AlbertError):
       raise
     raise errors.UsageError(str(e)) from e
+  # Before the model is built: one that cannot fit is refused, not killed by the OOM killer.
+  memory.check_model_build(config, "exporting the portable model",
+                           seq_length=FLAGS.max_seq_length, config_file=config_file)
   return load_exportable_model(config, FLAGS.init_checkpoint or None, FLAGS.head)
 
 
