@@ -33,7 +33,8 @@ USAGE_EXIT_CODE = errors.USAGE_EXIT_CODE
 FAILED_RUN_EXIT_CODE = errors.FAILED_RUN_EXIT_CODE
 
 flags.DEFINE_bool("verbose", False,
-                  f"On an error, show its traceback (also with {TRACEBACK_VARIABLE}=1).")
+                  f"On an error, show its traceback (also with {TRACEBACK_VARIABLE}=1); "
+                  "show the notices an export quiets (ONNX Runtime's quantizer).")
 
 
 def exit_code(error):

@@ -17,6 +17,9 @@ pooled_output and the checkpoint's head outputs (see export.portable).
 --init_checkpoint is required (a fine-tuning output_dir exports its model.ckpt-best); --head
 names the head where the checkpoint's can be read two ways (a classifier's [L, H] and a
 tagger's); --random_weights exports fresh weights, for size/speed benchmarks only.
+
+An existing --output_file is refused, before any work, unless --overwrite; the file is written
+atomically. ONNX Runtime's quantizer notices are shown with --verbose only.
 """
 
 from absl import flags
@@ -24,6 +27,7 @@ from absl import flags
 from albert_tf import cli
 from albert_tf import errors
 from albert_tf.export import portable_flags
+from albert_tf.export.staging import check_output_file
 from albert_tf.startup import quiet_tensorflow_startup
 
 FLAGS = portable_flags.FLAGS
@@ -50,32 +54,39 @@ def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable-next=import-outside-toplevel
+  # Before any work: a conversion takes minutes.
+  check_output_file(FLAGS.output_file, FLAGS.overwrite, "--output_file")
+  check_calibration_flags()
   from albert_tf.export.onnx import export_onnx, require_dependencies
   require_dependencies(FLAGS.quantize, FLAGS.ort_optimize)  # before the model loads
-  calibration = calibration_from_flags()
   model = portable_flags.model_from_flags()
+  calibration = calibration_from_flags(model.config)  # before the conversion
   size = export_onnx(model, FLAGS.output_file, FLAGS.max_seq_length, FLAGS.quantize,
-                     FLAGS.opset, FLAGS.ort_optimize, calibration, FLAGS.quant_format)
+                     FLAGS.opset, FLAGS.ort_optimize, calibration, FLAGS.quant_format,
+                     overwrite=FLAGS.overwrite, verbose=FLAGS.verbose)
   portable_flags.report(FLAGS.output_file, size, model)
 
 
-def calibration_from_flags():
-  """--calibration_data's examples for --quantize=static (None otherwise), read before the model
-  loads so that a wrong file fails at once.
+def check_calibration_flags():
+  """Raises errors.UsageError for --calibration_data given without --quantize=static."""
+  if FLAGS.quantize != "static" and FLAGS.calibration_data:
+    raise errors.UsageError(f"--calibration_data={FLAGS.calibration_data} with "
+                            f"--quantize={FLAGS.quantize}: calibration is for --quantize=static;"
+                            " drop the flag or quantize statically")
+
+
+def calibration_from_flags(config):
+  """--calibration_data's examples for --quantize=static (None otherwise), checked against the
+  model's AlbertConfig `config` (its ids must be the model's).
 
   Raises:
-    errors.UsageError: --calibration_data missing for --quantize=static, given without it, or
-      naming no file.
+    errors.UsageError: --calibration_data missing for --quantize=static, or naming no file.
     errors.DataFormatError: a file read_calibration_examples refuses.
   """
   from albert_tf.export.calibration import read_calibration_examples  # pylint: disable=import-outside-toplevel
   if FLAGS.quantize != "static":
-    if FLAGS.calibration_data:
-      raise errors.UsageError(f"--calibration_data={FLAGS.calibration_data} with "
-                              f"--quantize={FLAGS.quantize}: calibration is for --quantize=static;"
-                              " drop the flag or quantize statically")
     return None
-  return read_calibration_examples(FLAGS.calibration_data, FLAGS.max_seq_length,
+  return read_calibration_examples(FLAGS.calibration_data, config, FLAGS.max_seq_length,
                                    FLAGS.calibration_examples)
 
 

@@ -11,15 +11,18 @@ runs on your checkpoint.
 --export_type=model_with_mlm adds the `.mlm` object (MLM logits). --init_checkpoint is any layout
 we read (the released TF1 one, ours, a Hugging Face directory or a keras-hub preset, whose config
 and SentencePiece model are then the defaults of --albert_config_file and --spm_model_file).
---export_type=preprocessing needs only the tokenizer flags. saved_model.pb lands directly in
---export_path (no version folder), written atomically; see albert_tf.export.tfhub and
-albert_tf.export.tfhub_preprocessing for the interfaces.
+--export_type=preprocessing needs only the tokenizer flags; its --default_seq_length is checked
+against the encoder's max_position_embeddings (--albert_config_file's or --init_checkpoint's
+config when given, else the released models' 512). saved_model.pb lands directly in
+--export_path (absent or empty, checked before any work; no version folder), written
+atomically; see albert_tf.export.tfhub and albert_tf.export.tfhub_preprocessing for the
+interfaces.
 """
 
 from absl import app, flags
 
-from albert_tf import cli, common_flags
-
+from albert_tf import cli, common_flags, errors
+from albert_tf.export.staging import check_output_dir
 from albert_tf.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
@@ -30,8 +33,13 @@ flags.DEFINE_string("export_path", None,
                     "The SavedModel's directory (absent or empty); saved_model.pb goes there.")
 flags.DEFINE_integer("default_seq_length", 128,
                      "preprocessing: the length of the root call's outputs and the default "
-                     "seq_length of bert_pack_inputs.")
+                     "seq_length of bert_pack_inputs; at most the encoder's "
+                     "max_position_embeddings (the config of --albert_config_file or "
+                     "--init_checkpoint, else the released models' 512).")
 common_flags.define_export_model_flags()
+# Every released ALBERT's (v1, v2, the Chinese ones): a preprocessing export's limit without a
+# config.
+RELEASED_MAX_POSITION_EMBEDDINGS = 512
 # Model Garden's export_tfhub names.
 flags.DEFINE_alias("sp_model_file", "spm_model_file")
 flags.DEFINE_alias("model_checkpoint_path", "init_checkpoint")
@@ -56,12 +64,39 @@ def export_preprocessing(spm_model_file, vocab_file):
   from albert_tf.export.tfhub import save_hub_model
   from albert_tf.export.tfhub_preprocessing import HubPreprocessor
   # pylint: enable=import-outside-toplevel
-  if FLAGS.default_seq_length < 3:
-    raise app.UsageError(f"--default_seq_length={FLAGS.default_seq_length}: a packed pair needs "
-                         "at least 3 positions ([CLS] and two [SEP]); give 3 or more")
+  check_default_seq_length()
   root = HubPreprocessor(spm_model_file, vocab_file, FLAGS.do_lower_case,
                          FLAGS.default_seq_length)
-  return save_hub_model(root, FLAGS.export_path)
+  return save_hub_model(root, FLAGS.export_path, flag="--export_path")
+
+
+def encoder_max_positions():
+  """(max_position_embeddings, its config file) of the encoder a preprocessing export feeds: the
+  config of --albert_config_file or --init_checkpoint, else (the released models', None)."""
+  from albert_tf.checkpoints import model_config  # pylint: disable=import-outside-toplevel
+  if FLAGS.albert_config_file or FLAGS.init_checkpoint:
+    try:
+      config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+      return config.max_position_embeddings, config_file
+    except errors.UsageError:
+      pass  # an --init_checkpoint without a config (the original layout): as if none were given
+  return RELEASED_MAX_POSITION_EMBEDDINGS, None
+
+
+def check_default_seq_length():
+  """Raises UsageError unless --default_seq_length holds a packed pair and fits the encoder: a
+  longer input exports, then fails in the encoder's position embeddings."""
+  length = FLAGS.default_seq_length
+  if length < 3:
+    raise errors.UsageError(f"--default_seq_length={length}: a packed pair needs at least 3 "
+                            "positions ([CLS] and two [SEP]); give 3 or more")
+  limit, config_file = encoder_max_positions()
+  if length > limit:
+    source = (f"the max_position_embeddings of {config_file}" if config_file
+              else "the released models' max_position_embeddings")
+    other = "" if config_file else ", or the --albert_config_file of an encoder that takes more"
+    raise errors.UsageError(f"--default_seq_length={length}: more than {limit}, {source}, the "
+                            f"longest input the encoder takes; give {limit} or less{other}")
 
 
 def export_encoder(spm_model_file, vocab_file):
@@ -81,12 +116,13 @@ def export_encoder(spm_model_file, vocab_file):
     print(f"WARNING: {FLAGS.init_checkpoint} has no pooler (as HF's AlbertForQuestionAnswering): "
           "pooled_output is computed by freshly initialised weights")
   root = HubEncoder(model, spm_model_file, vocab_file, FLAGS.do_lower_case, config_file)
-  return save_hub_model(root, FLAGS.export_path)
+  return save_hub_model(root, FLAGS.export_path, flag="--export_path")
 
 
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
+  check_output_dir(FLAGS.export_path, "--export_path")  # before any work
   if FLAGS.export_type != "preprocessing" and not FLAGS.init_checkpoint:
     raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint")
   spm_model_file, vocab_file = tokenizer_files()

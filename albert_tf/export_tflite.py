@@ -10,10 +10,14 @@ with ai_edge_litert.interpreter.Interpreter(...).get_signature_runner("serving_d
 --init_checkpoint is required (a fine-tuning output_dir exports its model.ckpt-best); --head
 names the head where the checkpoint's can be read two ways (a classifier's [L, H] and a
 tagger's); --random_weights exports fresh weights, for size/speed benchmarks only.
+
+An existing --output_file is refused, before any work, unless --overwrite; the file is written
+atomically.
 """
 
 from albert_tf import cli
 from albert_tf.export import portable_flags
+from albert_tf.export.staging import check_output_file
 from albert_tf.startup import quiet_tensorflow_startup
 
 FLAGS = portable_flags.FLAGS
@@ -23,9 +27,12 @@ portable_flags.define_flags(("none", "float16", "dynamic_range"))
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
+  # Before any work: a conversion takes minutes.
+  check_output_file(FLAGS.output_file, FLAGS.overwrite, "--output_file")
   from albert_tf.export.tflite import export_tflite  # pylint: disable=import-outside-toplevel
   model = portable_flags.model_from_flags()
-  size = export_tflite(model, FLAGS.output_file, FLAGS.max_seq_length, FLAGS.quantize)
+  size = export_tflite(model, FLAGS.output_file, FLAGS.max_seq_length, FLAGS.quantize,
+                       overwrite=FLAGS.overwrite)
   portable_flags.report(FLAGS.output_file, size, model)
 
 

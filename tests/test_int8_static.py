@@ -2,9 +2,10 @@
 task's features, they give the float model's outputs as closely as the dynamic export does
 (cosine on real tokens, the same predicted classes), their ops are the asked format's (QDQ pairs
 around the weight MatMuls, or QLinearMatMul; u8 activations, s8 per-channel weights, no request-time
-quantization), and a calibration file that cannot work is refused in one line naming the flag and
-the file."""
+quantization), and a calibration file that cannot work is refused in one line naming the flag, the
+file and the record; the binary prints none of ONNX Runtime's quantizer notices."""
 
+import logging
 import os
 
 import numpy as np
@@ -22,6 +23,10 @@ from test_portable_exports import _run_in_runtimes
 
 MRPC = os.path.join(TESTDATA, "original_finetuning", "classifier", "mrpc")
 MAX_SEQ_LENGTH = 48  # the fixture's features' length
+CONFIG = albert_tf.AlbertConfig.from_json_file(os.path.join(ORIGINAL_MODEL, "albert_config.json"))
+# What ONNX Runtime's quantizer logs on a run that goes well (export.onnx.quiet_quantizer).
+QUANTIZER_NOTICES = ("pre-processing before quantization", "Quantization parameters for tensor",
+                     "Ignore MatMul")
 
 
 def _write_features(path, features, names=("input_ids", "input_mask", "segment_ids")):
@@ -41,7 +46,7 @@ def _dev_features():
 def test_calibration_examples_are_cut_to_their_real_tokens(tmp_path):
   features = _dev_features()
   path = _write_features(tmp_path / "dev.tf_record", features)
-  examples = read_calibration_examples(str(path), MAX_SEQ_LENGTH, limit=11)
+  examples = read_calibration_examples(str(path), CONFIG, MAX_SEQ_LENGTH, limit=11)
   assert len(examples) == 11
   real_lengths = [int(mask.sum()) for mask in features["input_mask"][:11]]
   assert real_lengths[2] == 27 and real_lengths[7] == 37  # rows with padding
@@ -53,7 +58,7 @@ def test_calibration_examples_are_cut_to_their_real_tokens(tmp_path):
 
 def _refusal(tmp_path, path, max_seq_length=MAX_SEQ_LENGTH):
   with pytest.raises(errors.AlbertError) as raised:
-    read_calibration_examples(str(path), max_seq_length)
+    read_calibration_examples(str(path), CONFIG, max_seq_length)
   message = str(raised.value)
   assert "\n" not in message and f"--calibration_data={path}" in message, message
   return message
@@ -82,6 +87,77 @@ def test_a_file_without_the_features_is_refused(tmp_path):
   assert "no int64 feature `input_mask`" in message, message
 
 
+def test_a_calibration_directory_is_refused(tmp_path):
+  message = _refusal(tmp_path, tmp_path)
+  assert "is a directory; give one file in it" in message, message
+
+
+def test_a_record_that_is_not_an_example_is_refused(tmp_path):
+  path = _write_features(tmp_path / "mixed.tf_record", _dev_features())
+  with AtomicTFRecordWriter(str(tmp_path / "mixed2.tf_record")) as writer:
+    for record in _records(path)[:2] + [b"\xff\xff not a tf.train.Example"]:
+      writer.write(record)
+  message = _refusal(tmp_path, tmp_path / "mixed2.tf_record")
+  assert "record 2 is not a tf.train.Example" in message, message
+  assert "input_ids/input_mask/segment_ids" in message  # what to give instead
+
+
+def _records(path):
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  return [record.numpy() for record in tf.data.TFRecordDataset(str(path))]
+
+
+@pytest.mark.parametrize("name,row,value,bound", [
+    ("input_ids", 3, CONFIG.vocab_size, f"[0, {CONFIG.vocab_size}) (the config's vocab_size is "
+                                        f"{CONFIG.vocab_size})"),
+    ("input_ids", 5, -1, f"[0, {CONFIG.vocab_size}) (the config's vocab_size"),
+    ("segment_ids", 4, 7, f"[0, {CONFIG.type_vocab_size}) (the config's type_vocab_size is "
+                          f"{CONFIG.type_vocab_size})"),
+    ("segment_ids", 0, -2, f"[0, {CONFIG.type_vocab_size})"),
+])
+def test_ids_outside_the_models_embeddings_are_refused(tmp_path, name, row, value, bound):
+  """An id the model has no embedding for: the quantizer's float run would fail in a Gather."""
+  features = _dev_features()
+  features[name][row, 6] = value
+  path = _write_features(tmp_path / "ids.tf_record", features)
+  message = _refusal(tmp_path, path)
+  assert f"record {row}: {name}[6] is {value}, outside {bound}" in message, message
+  assert "write it with this model's tokenizer and config" in message, message
+
+
+def test_ids_are_checked_against_the_given_config(tmp_path):
+  """The same file is refused for a model of a smaller vocabulary, whose bound is named."""
+  path = _write_features(tmp_path / "dev.tf_record", _dev_features())
+  largest = int(_dev_features()["input_ids"].max())
+  small = albert_tf.AlbertConfig(vocab_size=largest, type_vocab_size=2)
+  with pytest.raises(errors.DataFormatError, match=f"outside \\[0, {largest}\\)"):
+    read_calibration_examples(str(path), small, MAX_SEQ_LENGTH)
+  rows = len(_dev_features()["input_ids"])
+  assert len(read_calibration_examples(str(path), CONFIG, MAX_SEQ_LENGTH)) == min(rows, 128)
+
+
+@pytest.mark.slow
+def test_the_quantizers_notices_show_only_when_verbose(caplog):
+  """ONNX Runtime's quantizer logs its advice and a line per tensor it leaves float through the
+  root logger: quiet unless verbose, for both kinds of int8."""
+  from albert_tf.export.calibration import synthetic_examples  # pylint: disable=import-outside-toplevel
+  model = albert_tf.AlbertModel(CONFIG)
+  proto = onnx_export.convert(model, MAX_SEQ_LENGTH)
+  calibration = synthetic_examples(CONFIG.vocab_size, [8, 16], 4)
+  runs = {"dynamic": lambda verbose: onnx_export.quantize_dynamic(proto, verbose=verbose),
+          "static": lambda verbose: onnx_export.quantize_static(proto, calibration,
+                                                                verbose=verbose)}
+  for kind, quantize in runs.items():
+    for verbose in (False, True):
+      caplog.clear()
+      with caplog.at_level(logging.INFO):
+        quantize(verbose)
+        assert logging.getLogger().level == logging.INFO  # restored after the call
+      notices = [r.getMessage() for r in caplog.records
+                 if any(n in r.getMessage() for n in QUANTIZER_NOTICES)]
+      assert bool(notices) == verbose, (kind, verbose, notices[:3])
+
+
 @pytest.mark.slow
 def test_binary_names_the_calibration_flag_in_one_line(tmp_path):
   missing = tmp_path / "missing.tf_record"
@@ -107,7 +183,7 @@ def static_exports(tmp_path_factory):
   checkpoint = os.path.join(MRPC, "model.ckpt-4")
   paths = {"qdq": tmp / "qdq.onnx", "qoperator": tmp / "qoperator.onnx",
            "dynamic": tmp / "dynamic.onnx", "float": tmp / "float.onnx"}
-  run_binary("export_onnx", [
+  binary = run_binary("export_onnx", [
       f"--albert_config_file={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}",
       f"--init_checkpoint={checkpoint}", "--head=classifier", f"--output_file={paths['qdq']}",
       f"--max_seq_length={MAX_SEQ_LENGTH}", "--quantize=static",
@@ -115,7 +191,7 @@ def static_exports(tmp_path_factory):
   config = albert_tf.AlbertConfig.from_json_file(os.path.join(ORIGINAL_MODEL,
                                                               "albert_config.json"))
   model = portable.load_exportable_model(config, checkpoint, head="classifier")
-  calibration = read_calibration_examples(str(calibration_file), MAX_SEQ_LENGTH)
+  calibration = read_calibration_examples(str(calibration_file), config, MAX_SEQ_LENGTH)
   onnx_export.export_onnx(model, paths["qoperator"], MAX_SEQ_LENGTH, "static",
                           calibration=calibration, quant_format="qoperator")
   onnx_export.export_onnx(model, paths["dynamic"], MAX_SEQ_LENGTH, "dynamic_range")
@@ -124,7 +200,7 @@ def static_exports(tmp_path_factory):
   request = {name: value[:, :40] for name, value in features.items()}
   keras = {k: np.asarray(v) for k, v in portable.serving_outputs(model, request).items()}
   outputs = _run_in_runtimes(paths.values(), request, tmp)
-  return {"paths": paths, "keras": keras, "features": request,
+  return {"paths": paths, "keras": keras, "features": request, "binary_stderr": binary.stderr,
           "outputs": {name: {k.split(":")[1]: v for k, v in outputs.items()
                              if k.startswith(path.name + ":")}
                       for name, path in paths.items()}}
@@ -202,3 +278,10 @@ def test_static_files_hold_the_asked_formats(static_exports):
         assert numpy_helper.to_array(weight_zero_point).size == inits[weight.input[0]].dims[-1]
       assert quantized == weight_matmuls
       assert _count(graph, "QuantizeLinear") >= weight_matmuls
+
+
+@pytest.mark.slow
+def test_the_binary_prints_no_quantizer_notices(static_exports):
+  noisy = [line for line in static_exports["binary_stderr"].splitlines()
+           if any(notice in line for notice in QUANTIZER_NOTICES)]
+  assert not noisy, noisy

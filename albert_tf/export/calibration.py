@@ -17,12 +17,15 @@ FILE_HINT = ("a TFRecord of input_ids/input_mask/segment_ids int64 features, as 
              "or create_pretraining_data writes them")
 
 
-def read_calibration_examples(path, max_seq_length, limit=DEFAULT_EXAMPLES,
+def read_calibration_examples(path, config, max_seq_length, limit=DEFAULT_EXAMPLES,
                               flag="--calibration_data"):
   """The first `limit` examples of TFRecord file `path`, each cut to its real tokens.
 
   Args:
     path: the TFRecord file (local or remote).
+    config: the exported model's AlbertConfig: every id must be one of its embeddings'
+      (input_ids below vocab_size, segment_ids below type_vocab_size), or the quantizer's float
+      run fails in a Gather (or, on some CPUs, reads past the table).
     max_seq_length: the export's longest request: no example may be longer.
     limit: how many examples to read at most.
     flag: the flag that named `path`, for the error messages.
@@ -31,12 +34,14 @@ def read_calibration_examples(path, max_seq_length, limit=DEFAULT_EXAMPLES,
     A list of {input_ids, input_mask, segment_ids: int32 [1, t]} numpy features, t <= T.
 
   Raises:
-    errors.UsageError: `path` is missing, or `limit` is below 1.
-    errors.DataFormatError: `path` is corrupt, holds no records, lacks a feature, or holds
-      features longer than `max_seq_length` or of unequal lengths.
+    errors.UsageError: `path` is missing or a directory, or `limit` is below 1.
+    errors.DataFormatError: `path` is corrupt, holds no records or one that is not a
+      tf.train.Example, lacks a feature, or holds features longer than `max_seq_length`, of
+      unequal lengths, or with ids outside the model's (each message names the record).
   """
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from google.protobuf.message import DecodeError  # pylint: disable=import-outside-toplevel
   if limit < 1:
     raise errors.UsageError(f"--calibration_examples={limit}: give at least 1")
   if not path:
@@ -44,39 +49,72 @@ def read_calibration_examples(path, max_seq_length, limit=DEFAULT_EXAMPLES,
                             f"examples, {FILE_HINT}")
   if not tf.io.gfile.exists(path):
     raise errors.UsageError(f"{flag}={path}: no such file; give {FILE_HINT}")
+  if tf.io.gfile.isdir(path):
+    raise errors.UsageError(f"{flag}={path} is a directory; give one file in it, {FILE_HINT}")
+  bounds = id_bounds(config)
   examples = []
   try:
     for record in tf.data.TFRecordDataset(path).take(limit):
-      examples.append(_features(tf.train.Example.FromString(record.numpy()), path, flag,
-                                max_seq_length, len(examples), np))
+      index = len(examples)
+      try:
+        example = tf.train.Example.FromString(record.numpy())
+      except DecodeError as e:
+        raise errors.DataFormatError(f"{flag}={path}: record {index} is not a tf.train.Example; "
+                                     f"give {FILE_HINT}") from e
+      examples.append(_features(example, f"{flag}={path}: record {index}", max_seq_length,
+                                bounds, np))
   except tf.errors.DataLossError as e:
-    raise errors.DataFormatError(f"{flag}={path}: corrupt TFRecord data ({e.message}); give "
-                                 f"{FILE_HINT}") from e
+    raise errors.DataFormatError(f"{flag}={path}: corrupt TFRecord data at record "
+                                 f"{len(examples)} ({e.message}); give {FILE_HINT}") from e
   if not examples:
     raise errors.DataFormatError(f"{flag}={path} holds no records; give {FILE_HINT}")
   return examples
 
 
-def _features(example, path, flag, max_seq_length, index, np):
-  """One example's features cut to its real tokens (see read_calibration_examples)."""
+def id_bounds(config):
+  """{feature: (its values' bound: they are in [0, bound), what sets it)} for the ids a model of
+  AlbertConfig `config` looks up in its embeddings."""
+  return {"input_ids": (config.vocab_size, f"the config's vocab_size is {config.vocab_size}"),
+          "segment_ids": (config.type_vocab_size,
+                          f"the config's type_vocab_size is {config.type_vocab_size}")}
+
+
+def _features(example, where, max_seq_length, bounds, np):
+  """One example's features cut to its real tokens (see read_calibration_examples); `where`
+  names the file and the record, for the messages."""
   found = example.features.feature
   values = {}
   for name in FEATURE_NAMES:
     if name not in found or found[name].WhichOneof("kind") != "int64_list":
       raise errors.DataFormatError(
-          f"{flag}={path}: record {index} has no int64 feature `{name}` (it has "
+          f"{where} has no int64 feature `{name}` (it has "
           f"{sorted(found)}); give {FILE_HINT}")
     values[name] = np.asarray(found[name].int64_list.value, np.int64)
   lengths = {len(v) for v in values.values()}
   length = max(lengths)
   if len(lengths) > 1 or length > max_seq_length:
     raise errors.DataFormatError(
-        f"{flag}={path}: record {index}'s features hold "
+        f"{where}'s features hold "
         f"{', '.join(f'{n}={len(v)}' for n, v in values.items())} values where --max_seq_length "
         f"is {max_seq_length}; write the file with --max_seq_length={max_seq_length} or less, "
         f"or export with a longer --max_seq_length")
+  _check_ids(values, bounds, where)
   real = max(1, int(values["input_mask"].sum()))
   return {name: value[None, :real].astype(np.int32) for name, value in values.items()}
+
+
+def _check_ids(values, bounds, where):
+  """Raises DataFormatError unless each feature of `bounds` (id_bounds) in `values` (int64
+  arrays) is in [0, its bound); `where` says which record, for the message."""
+  for name, (bound, why) in bounds.items():
+    outside = (values[name] < 0) | (values[name] >= bound)
+    if outside.any():
+      position = int(outside.argmax())
+      raise errors.DataFormatError(
+          f"{where}: {name}[{position}] is {int(values[name][position])}, outside [0, {bound}) "
+          f"({why}); the file was written for another model: write it with this model's "
+          "tokenizer and config (as run_classifier caches its features), or export the model "
+          "it was written for")
 
 
 def synthetic_examples(id_bound, lengths, count, seed=0):

@@ -31,13 +31,15 @@ Shared weights once: tf2onnx makes one initializer per frozen constant, and dedu
 merges any identical ones a pass may have copied, so ALBERT's shared block is stored once.
 """
 
+import contextlib
 import hashlib
+import logging
 import os
 import tempfile
 
 from albert_tf import errors
-from albert_tf import io
 from albert_tf.export.portable import input_signature, serving_function
+from albert_tf.export.staging import check_output_file, write_file_atomically
 
 QUANTIZE_CHOICES = ("none", "dynamic_range", "static")
 QUANT_FORMATS = ("qdq", "qoperator")
@@ -121,8 +123,27 @@ def ort_optimize(proto, config):
   return proto
 
 
-def quantize_dynamic(proto):
-  """ONNX Runtime's dynamic int8 quantization of `proto`: per-channel int8 weights."""
+@contextlib.contextmanager
+def quiet_quantizer(verbose=False):
+  """Drops, unless `verbose`, what ONNX Runtime's quantizer logs below ERROR: its advice to
+  pre-process the model and a line for each tensor or MatMul it leaves float (about 30 lines for
+  ALBERT-base), all of which the export means. The quantizer logs through the root logger
+  (logging.info/warning), so its level is raised for the call and restored after."""
+  if verbose:
+    yield
+    return
+  root = logging.getLogger()
+  level = root.level
+  root.setLevel(logging.ERROR)
+  try:
+    yield
+  finally:
+    root.setLevel(level)
+
+
+def quantize_dynamic(proto, verbose=False):
+  """ONNX Runtime's dynamic int8 quantization of `proto`: per-channel int8 weights. `verbose`
+  shows the quantizer's notices (see quiet_quantizer)."""
   import onnx  # pylint: disable=import-outside-toplevel
   from onnxruntime.quantization import QuantType  # pylint: disable=import-outside-toplevel
   from onnxruntime.quantization import quantize_dynamic as ort_quantize  # pylint: disable=import-outside-toplevel
@@ -130,9 +151,10 @@ def quantize_dynamic(proto):
     source, target = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "int8.onnx")
     onnx.save(proto, source)
     # Shape inference knows no fused (com.microsoft) op's output type: they are all float.
-    ort_quantize(source, target, per_channel=True, weight_type=QuantType.QInt8,
-                 op_types_to_quantize=["MatMul", "Gather", "Attention"],
-                 extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    with quiet_quantizer(verbose):
+      ort_quantize(source, target, per_channel=True, weight_type=QuantType.QInt8,
+                   op_types_to_quantize=["MatMul", "Gather", "Attention"],
+                   extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return onnx.load(target)
 
 
@@ -156,7 +178,7 @@ def check_static_options(calibration, quant_format):
                             f"{', '.join(QUANT_FORMATS)}")
 
 
-def quantize_static(proto, calibration, quant_format="qdq"):
+def quantize_static(proto, calibration, quant_format="qdq", verbose=False):
   """ONNX Runtime's static int8 quantization of `proto` (see the module docstring).
 
   Args:
@@ -164,6 +186,7 @@ def quantize_static(proto, calibration, quant_format="qdq"):
     calibration: a list of {input_ids, input_mask, segment_ids: int32 [1, t]} features
       (export.calibration), run through the float model to fix each activation's range.
     quant_format: one of QUANT_FORMATS.
+    verbose: show the quantizer's notices (see quiet_quantizer).
 
   Returns:
     The quantized ModelProto.
@@ -186,23 +209,27 @@ def quantize_static(proto, calibration, quant_format="qdq"):
   with tempfile.TemporaryDirectory() as tmp:
     source, target = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "int8.onnx")
     onnx.save(proto, source)
-    quantization.quantize_static(
-        source, target, Reader(), quant_format=formats[quant_format],
-        op_types_to_quantize=list(STATIC_OP_TYPES), nodes_to_exclude=activation_matmuls(proto),
-        per_channel=True, reduce_range=False,
-        activation_type=quantization.QuantType.QUInt8,
-        weight_type=quantization.QuantType.QInt8,
-        # MinMax: the ranges seen. ORT's Percentile and Entropy calibrators need examples of one
-        # length (they stack them), and clipped the tiny fixture's outputs further from float.
-        calibrate_method=quantization.CalibrationMethod.MinMax,
-        # Not CalibMaxIntermediateOutputs: ORT 1.31 drops each full chunk uncomputed. Memory
-        # is small without it: MinMax keeps two scalars (ReduceMin/Max) per tensor per example.
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    with quiet_quantizer(verbose):
+      quantization.quantize_static(
+          source, target, Reader(), quant_format=formats[quant_format],
+          op_types_to_quantize=list(STATIC_OP_TYPES), nodes_to_exclude=activation_matmuls(proto),
+          per_channel=True, reduce_range=False,
+          activation_type=quantization.QuantType.QUInt8,
+          weight_type=quantization.QuantType.QInt8,
+          # MinMax: the ranges seen. ORT's Percentile and Entropy calibrators need examples of
+          # one length (they stack them), and clipped the tiny fixture's outputs further from
+          # float.
+          calibrate_method=quantization.CalibrationMethod.MinMax,
+          # Not CalibMaxIntermediateOutputs: ORT 1.31 drops each full chunk uncomputed. Memory
+          # is small without it: MinMax keeps two scalars (ReduceMin/Max) per tensor per
+          # example.
+          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return onnx.load(target)
 
 
 def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAULT_OPSET,
-                optimize=False, calibration=None, quant_format="qdq"):
+                optimize=False, calibration=None, quant_format="qdq", overwrite=False,
+                verbose=False):
   """Writes `model`'s serving function as an .onnx file, atomically.
 
   Args:
@@ -215,26 +242,30 @@ def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAU
     calibration: for quantize=static, the examples that fix the activations' ranges (a list as
       export.calibration.read_calibration_examples returns).
     quant_format: for quantize=static, one of QUANT_FORMATS.
+    overwrite: replace output_file when it exists.
+    verbose: show the quantizer's notices (see quiet_quantizer).
 
   Returns:
     The number of bytes written.
 
   Raises:
     errors.MissingExtraError: without the portable extra (see require_dependencies).
+    export.staging.OutputPathError: output_file exists (without overwrite), or cannot be
+      written; checked before the conversion too.
   """
   if quantize not in QUANTIZE_CHOICES:
     raise errors.UsageError(f"quantize={quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)}")
   require_dependencies(quantize, optimize)
   if quantize == "static":
     check_static_options(calibration, quant_format)
+  check_output_file(output_file, overwrite)  # before the conversion, which takes minutes
   proto = convert(model, max_seq_length, opset)
   if optimize:
     proto = ort_optimize(proto, model.config)
   if quantize == "dynamic_range":
-    proto = quantize_dynamic(proto)
+    proto = quantize_dynamic(proto, verbose)
   elif quantize == "static":
-    proto = quantize_static(proto, calibration, quant_format)
+    proto = quantize_static(proto, calibration, quant_format, verbose)
   data = proto.SerializeToString()
-  with io.AtomicFile(output_file) as f:
-    f.write(data)
+  write_file_atomically(output_file, data, overwrite)
   return len(data)

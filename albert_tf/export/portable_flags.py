@@ -4,6 +4,7 @@ import: the binaries quiet its start-up first."""
 from absl import app, flags
 
 from albert_tf import errors
+from albert_tf.export import staging
 
 FLAGS = flags.FLAGS
 # export.portable.HEADS, kept here too: this module imports no TensorFlow.
@@ -12,7 +13,7 @@ HEADS = ("auto", "none", "classifier", "squad_v1", "token_classifier")
 
 def define_flags(quantize_choices):
   """--albert_config_file, --init_checkpoint, --random_weights, --head, --output_file,
-  --max_seq_length, --quantize."""
+  --overwrite, --max_seq_length, --quantize."""
   flags.DEFINE_string("albert_config_file", None,
                       "The model's albert_config.json; optional for a Hugging Face "
                       "--init_checkpoint (its config.json is read), a keras-hub preset, and a "
@@ -33,6 +34,7 @@ def define_flags(quantize_choices):
                     "the checkpoint's head can be read two ways (a classifier's output_weights "
                     "and a tagger's have the same names and shapes).")
   flags.DEFINE_string("output_file", None, "The file to write.")
+  staging.define_overwrite_flag()
   flags.DEFINE_integer("max_seq_length", 128,
                        "The longest request served (at most the config's "
                        "max_position_embeddings); shorter ones run at their own length.")

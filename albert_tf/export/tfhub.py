@@ -138,14 +138,17 @@ def add_tokenizer_assets(root, spm_model_file, vocab_file, do_lower_case):
   root.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
 
 
-def save_hub_model(root, export_path):
+def save_hub_model(root, export_path, flag=None):
   """Saves a TF Hub object (HubEncoder, HubPreprocessor) with saved_model.pb directly in
   export_path (no version folder, as TF Hub's models), written atomically (see export.staging).
-  Raises FileExistsError when export_path holds files already. Returns the absolute path."""
+  Raises FileExistsError when export_path holds files already, export.staging.OutputPathError
+  (naming `flag`, the flag that gave export_path) when it cannot be written. Returns the
+  absolute path."""
   export_path = checked_export_dir(export_path)
   write_directory_atomically(
       export_path, lambda staging: tf.saved_model.save(root, staging,
-                                                       signatures=root.signatures()))
+                                                       signatures=root.signatures()),
+      flag=flag)
   return export_path
 
 

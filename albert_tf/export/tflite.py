@@ -22,8 +22,8 @@ import tensorflow as tf
 from tensorflow.lite.tools import flatbuffer_utils  # pylint: disable=no-name-in-module
 
 from albert_tf import errors
-from albert_tf import io
 from albert_tf.export.portable import frozen_serving_function
+from albert_tf.export.staging import check_output_file, write_file_atomically
 
 QUANTIZE_CHOICES = ("none", "float16", "dynamic_range")
 
@@ -75,9 +75,9 @@ def dedupe_buffers(model_bytes):
   return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
 
 
-def export_tflite(model, output_file, max_seq_length, quantize="none"):
+def export_tflite(model, output_file, max_seq_length, quantize="none", overwrite=False):
   """Writes `model`'s serving function (export.portable) as a .tflite file, atomically (a
-  temporary renamed into place, so a reader never sees half a model).
+  temporary renamed into place, so a reader never sees half a model; export.staging).
 
   Args:
     model: a loaded Keras model (export.portable.load_exportable_model).
@@ -85,13 +85,18 @@ def export_tflite(model, output_file, max_seq_length, quantize="none"):
     max_seq_length: the longest request the export promises to serve (<= the config's
       max_position_embeddings).
     quantize: one of QUANTIZE_CHOICES.
+    overwrite: replace output_file when it exists.
 
   Returns:
     The number of bytes written.
+
+  Raises:
+    export.staging.OutputPathError: output_file exists (without overwrite), or cannot be
+      written; checked before the conversion too.
   """
+  check_output_file(output_file, overwrite)  # before the conversion, which takes minutes
   data = convert(frozen_serving_function(model, max_seq_length), quantize)
-  with io.AtomicFile(output_file) as f:
-    f.write(data)
+  write_file_atomically(output_file, data, overwrite)
   return len(data)
 
 
