@@ -48,15 +48,21 @@ flags.DEFINE_alias("bert_config_file", "albert_config_file")
 
 def tokenizer_files():
   """(spm_model_file, vocab_file) from the flags, with the SentencePiece model of an HF
-  directory or keras-hub preset --init_checkpoint by default (checkpoints.spm_model_file).
-  Raises UsageError when neither is known."""
-  from albert_tf.checkpoints import spm_model_file  # pylint: disable=import-outside-toplevel
+  directory or keras-hub preset --init_checkpoint by default (checkpoints.spm_model_file), or the
+  tokenizer a fine-tuning output_dir kept (checkpoints.companions). Raises UsageError when
+  neither is known."""
+  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import spm_model_file
+  from albert_tf.checkpoints.companions import wordpiece_vocab_file
+  # pylint: enable=import-outside-toplevel
   spm_model = spm_model_file(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
-  if not spm_model and not FLAGS.vocab_file:
+  vocab_file = wordpiece_vocab_file(spm_model, FLAGS.vocab_file, FLAGS.init_checkpoint)
+  if not spm_model and not vocab_file:
     raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
-                         "directory with spiece.model or a keras-hub preset), or --vocab_file "
-                         "for a WordPiece model")
-  return spm_model, (None if spm_model else FLAGS.vocab_file)
+                         "directory with spiece.model, a keras-hub preset, or a fine-tuning "
+                         "output_dir that kept its tokenizer), or --vocab_file for a WordPiece "
+                         "model")
+  return spm_model, (None if spm_model else vocab_file)
 
 
 def export_preprocessing(spm_model_file, vocab_file):
@@ -104,8 +110,13 @@ def export_encoder(spm_model_file, vocab_file):
   from albert_tf.checkpoints import load_checkpoint, model_config
   from albert_tf.export.tfhub import HubEncoder, check_mlm_head, save_hub_model
   from albert_tf.models import AlbertModel, AlbertPretrainer
+  from albert_tf.training import memory
   # pylint: enable=import-outside-toplevel
   config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+  # Before the model is built: one that cannot fit is refused, not killed by the OOM killer.
+  memory.check_model_build(config, "exporting the TF Hub encoder",
+                           seq_length=config.max_position_embeddings, batch_size=0,
+                           config_file=config_file)
   with_mlm = FLAGS.export_type == "model_with_mlm"
   model = AlbertPretrainer(config) if with_mlm else AlbertModel(config)
   report = load_checkpoint(model, FLAGS.init_checkpoint)
