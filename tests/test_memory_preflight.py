@@ -198,7 +198,8 @@ def test_eval_estimate_within_2x_of_measured_peak_rss(tmp_path):
                             f"--spm_model_file={SPM}"], "exporting the SavedModel"),
     ("export_checkpoints", ["--init_checkpoint={ckpt}", "--export_path={out}"],
      "converting the checkpoint"),
-    ("export_tfhub", ["--init_checkpoint={ckpt}", "--export_path={out}"],
+    ("export_tfhub", ["--init_checkpoint={ckpt}", "--export_path={out}",
+                      f"--spm_model_file={SPM}"],
      "exporting the TF Hub encoder"),
 ])
 def test_an_export_of_an_absurd_config_is_refused_before_writing(binary, flags, what, tmp_path):

@@ -143,8 +143,8 @@ def test_sentencepiece_and_vocab_files_from_ram(ram):
   assert spm_vocab_size(remote) == spm_vocab_size(SPM)
   in_graph = InGraphTokenizer(remote).pieces(tf.constant([TEXT]))
   assert [p.decode() for p in in_graph.to_list()[0]] == tokens
-  vocab = SPM[:-len(".model")] + ".vocab"
-  remote_vocab = _upload(vocab, f"{ram}/spm/30k-clean-tiny.vocab")
+  vocab = os.path.join(TESTDATA, "original_wordpiece", "vocab.txt")
+  remote_vocab = _upload(vocab, f"{ram}/wordpiece/vocab.txt")
   assert load_vocab(remote_vocab) == load_vocab(vocab)
   assert wordpiece_vocab_size(remote_vocab) == wordpiece_vocab_size(vocab)
   wordpiece = FullTokenizer(vocab_file=remote_vocab)
