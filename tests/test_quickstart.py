@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from albert_tf import hardware
 from helpers import REPO_ROOT
 
 README = os.path.join(REPO_ROOT, "README.md")
@@ -42,6 +43,20 @@ def printed_like(value, printed):
   return f"{value:.{decimals}f}"
 
 
+# The table was measured on x86-64 CPUs with AVX-512, where every run prints its digits. Other
+# CPUs run other oneDNN kernels (and XLA code for their own instruction set): their float sums
+# round differently, which 400 steps of training carry into the last printed digits (the README
+# says so). There, each value may differ from the table by this many units of its last digit:
+# trained rows more than the untrained step-0 row.
+OTHER_CPU_UNITS = {"step 0": 2, "trained": 10}
+
+
+def _units_allowed(step):
+  if "avx512f" in hardware.cpu_flags():
+    return 0
+  return OTHER_CPU_UNITS["step 0" if step == 0 else "trained"]
+
+
 def assert_matches_readme(step0_file, final_file):
   table = readme_table()
   for path in (step0_file, final_file):
@@ -49,8 +64,12 @@ def assert_matches_readme(step0_file, final_file):
     step = int(metrics["global_step"])
     assert step in table, f"README's table has no step {step} row"
     got = {m: printed_like(metrics[m], table[step][m]) for m in METRICS}
-    assert got == table[step], (f"step {step}: the quick start gave {got}, the README's table "
-                                f"says {table[step]}")
+    units = _units_allowed(step)
+    off = {m: round(abs(float(got[m]) - float(table[step][m])) /
+                    10 ** -len(table[step][m].split(".")[1])) for m in METRICS}
+    assert all(o <= units for o in off.values()), (
+        f"step {step}: the quick start gave {got}, the README's table says {table[step]} "
+        f"(at most {units} units of the last digit apart on this CPU)")
 
 
 @pytest.mark.slow
