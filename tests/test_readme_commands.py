@@ -40,10 +40,22 @@ OTHER_LANGUAGES = {"text"}
 TEMPLATE = re.compile(r"^\s*# template: (?P<names>.+?) = (?P<what>.+?); get (?:it|them) from "
                       r"(?P<where>\S.*)$", re.M)
 
-# Outputs a command writes in the clone: not linked into the test's clone.
+
+def _ignored_at_root():
+  """The names .gitignore anchors at the repository root (`/name`, `/name/`): what the docs'
+  commands (and builds) write there."""
+  with open(os.path.join(REPO_ROOT, ".gitignore"), encoding="utf-8") as f:
+    lines = [l.strip() for l in f]
+  return {l.strip("/") for l in lines
+          if l.startswith("/") and "/" not in l.strip("/") and not any(c in l for c in "*?[")}
+
+
+# Outputs a command writes in the clone: not linked into the test's clone (a link would let the
+# command write into the checkout). Every output at the root is in .gitignore
+# (test_root_outputs_are_gitignored).
 _NOT_LINKED = {".git", "work", "export", "serving", "out", "model", "runs", "build", "dist",
                "site", "__pycache__", ".pytest_cache", ".venv", "spm.model", "spm.vocab",
-               "spm.input.txt"}
+               "spm.input.txt"} | _ignored_at_root()
 
 _CORPUS = "data/sample/corpus.txt"
 
@@ -95,6 +107,9 @@ BLOCKS = {
         ("--num_train_steps=125000", "--num_train_steps=2"),
         ("--num_warmup_steps=3125", "--num_warmup_steps=1"),
         ("--gradient_accumulation_steps=8", "--gradient_accumulation_steps=2")),
+    # (whole-word masking on the bundled Chinese sample)
+    "python3 -m albert_tf.create_pretraining_data --input_file=tests/testdata/zh/corpus.txt":
+        run(),
     # docs/data-at-scale.md
     "python3 tools/make_scale_corpus.py --size_mb=40": run(
         ("--size_mb=40", "--size_mb=1"), ("/tmp/corpus_40mb.txt", "corpus_1mb.txt"),
@@ -107,7 +122,14 @@ BLOCKS = {
     # docs/fine-tuning.md
     "python3 -m albert_tf.run_classifier --task_name=MRPC": run(),
     "python3 -m albert_tf.run_classifier --train_file=tests/testdata/own_data/": run(),
+    "python3 -m albert_tf.run_classifier --train_file=data/sample/own_data/ratings_train.csv":
+        run(("--train_step=40", "--train_step=4"),
+            ("--save_checkpoints_steps=20", "--save_checkpoints_steps=2")),
     "python3 -m albert_tf.run_squad_v1 --train_file=tests/testdata/": run(),
+    # (the character NER sample)
+    "python3 -m albert_tf.run_ner --data_dir=tests/testdata/zh/ner_words": run(
+        ("--train_step=30", "--train_step=4"), ("--warmup_step=3", "--warmup_step=1"),
+        ("--save_checkpoints_steps=30", "--save_checkpoints_steps=4")),
     # docs/chinese.md
     "python3 -m albert_tf.run_squad_v1 --vocab_file=tests/testdata/cmrc2018": run(),
     "python3 -m albert_tf.run_ner --data_dir=tests/testdata/ner": run(
@@ -119,12 +141,21 @@ BLOCKS = {
     # docs/exports.md
     "python3 -m albert_tf.export_checkpoints --albert_config_file=data/configs/tiny_quickstart":
         run(),
+    # The TF Hub-format exports of the quick start's model, then the tutorial's tf_keras model
+    # and the Keras 3 one on them.
+    "python3 -m albert_tf.export_tfhub --export_type=model_with_mlm": run(),
+    "import tensorflow as tf": run(),
+    "import keras": run(),
+    # Static int8 from the fine-tuning page's MRPC sample run (work/mrpc).
+    "python3 -m albert_tf.export_onnx --init_checkpoint=work/mrpc": run(),
     # docs/portable.md (the runtimes block runs the files the export block wrote)
     "python3 -m albert_tf.export_tflite --albert_config_file=data/configs/tiny_quickstart.json":
         run(),
     "import numpy as np": run(),
     # docs/huggingface.md: the fine-tuning page's MRPC classifier for transformers.
     "python3 -m albert_tf.export_checkpoints --format=hf": run(),
+    # (the keras-hub sample: the quick start's model for keras-hub)
+    "python3 -m albert_tf.export_checkpoints --format=hf --head=pretraining": run(),
     # docs/variants.md: the runnable ablation (a few steps are enough here).
     "python3 -m albert_tf.create_pretraining_data --input_file=data/sample/corpus.txt": run(
         ("--num_train_steps=100", "--num_train_steps=2")),
@@ -210,6 +241,30 @@ def test_templates_name_their_placeholders_and_where_to_get_them():
       for name in re.split(r",\s*", marker["names"]):
         assert name and name in commands, (
             f"{document}: template placeholder {name!r} is not in its block's commands")
+
+
+# Flags that name a file or directory a command writes.
+_OUTPUT_FLAG = re.compile(r"--(?:output_file|output_dir|export_path|export_dir|model_prefix|"
+                          r"output_json|output)[= ](?P<path>[^\s\\`'\"]+)")
+
+
+def test_root_outputs_are_gitignored():
+  """What a command of the docs (run or template) writes in the repository is under a path
+  .gitignore anchors at the root (work/, out/, hub/, albert_int8.onnx, ...), so that running the
+  docs from a checkout leaves `git status` clean."""
+  ignored = _ignored_at_root()
+  missing = set()
+  for document, language, body in fenced_blocks():
+    if language not in COMMAND_LANGUAGES:
+      continue
+    for match in _OUTPUT_FLAG.finditer(body):
+      path = match["path"]
+      if path.startswith(("/", "gs://", "$", "~")) or path in (".", "./"):
+        continue
+      first = path.split("/")[0]
+      names = [first + ".model", first + ".vocab"] if "--model_prefix" in match[0] else [first]
+      missing.update(f"{document}: {match[0]} ({name})" for name in names if name not in ignored)
+  assert not missing, f"add to .gitignore (anchored, /name): {sorted(missing)}"
 
 
 def test_excerpts_are_in_their_files():

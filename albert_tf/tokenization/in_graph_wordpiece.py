@@ -1,4 +1,4 @@
-"""An in-graph WordPiece tokenizer (TF and tensorflow-text ops) that gives the original's
+r"""An in-graph WordPiece tokenizer (TF and tensorflow-text ops) that gives the original's
 FullTokenizer(vocab_file, do_lower_case) ids: BasicTokenizer, then greedy longest-match-first
 WordPiece. For models that ship a WordPiece vocab.txt (Google's Chinese ALBERT releases).
 
