@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import albert_tf
@@ -233,3 +234,70 @@ def test_portable_runtime_lines(tmp_path):
     assert line["tensorflow_loaded"] is False and line["threads"] == 2
     assert 0 < line["p50_ms"] <= line["p99_ms"] and line["file_bytes"] > 0
   assert sorted(os.listdir(tmp_path)) == ["onnx.onnx", "tflite_int8.tflite"]
+
+
+def test_fidelity_line_takes_the_worst_cosine_and_counts_changed_argmax():
+  rng = np.random.default_rng(0)
+  mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]])
+  reference = {"pooled_output": rng.normal(size=(2, 8)),
+               "sequence_output": rng.normal(size=(2, 4, 8)),
+               "probabilities": np.array([[0.9, 0.1], [0.4, 0.6]])}
+  outputs = {k: v.copy() for k, v in reference.items()}
+  # Row 1's pooled output turned by 90 degrees in one plane: cosine 0 there.
+  outputs["pooled_output"][1, :2] = [-reference["pooled_output"][1, 1],
+                                     reference["pooled_output"][1, 0]]
+  outputs["sequence_output"][0, 3] = -reference["sequence_output"][0, 3]  # padding: not counted
+  outputs["sequence_output"][1, 1] *= 3.0  # the same direction: cosine 1
+  outputs["probabilities"][1] = [0.6, 0.4]
+  line = benchmark.fidelity_line("onnx_int8", reference, outputs, mask)
+  pooled = reference["pooled_output"][1]
+  expected = (pooled[2:] ** 2).sum() / (pooled ** 2).sum()
+  assert line["pooled_cosine"] == pytest.approx(expected, abs=1e-6)
+  assert line["sequence_cosine"] == pytest.approx(1.0, abs=1e-6)
+  assert (line["mode"], line["runtime"], line["examples"], line["tokens"]) == (
+      "fidelity", "onnx_int8", 2, 4)
+  assert (line["argmax_output"], line["argmax_agreement"], line["argmax_changed"]) == (
+      "probabilities", 0.5, 1)
+
+
+def test_fidelity_line_of_a_tagger_counts_real_tokens_only():
+  mask = np.array([[1, 1, 0]])
+  logits = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]])
+  reference = {"pooled_output": np.ones((1, 2)), "sequence_output": np.ones((1, 3, 2)),
+               "logits": logits}
+  changed = logits.copy()
+  changed[0, 1] = [1.0, 0.0]  # a real token's tag
+  changed[0, 2] = [0.0, 1.0]  # padding's
+  line = benchmark.fidelity_line("tflite_int8", reference, dict(reference, logits=changed), mask)
+  assert (line["argmax_output"], line["argmax_agreement"], line["argmax_changed"]) == (
+      "logits", 0.5, 1)
+  assert line["pooled_cosine"] == line["sequence_cosine"] == 1.0
+
+
+def test_fidelity_refuses_the_export_cache(tmp_path):
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark.py"), f"--config={TINY_CONFIG}",
+       "--mode=serving", "--serving_runtimes=onnx_int8", "--serving_fidelity",
+       f"--serving_export_cache={tmp_path}"], capture_output=True, text=True, timeout=120,
+      check=False)
+  assert result.returncode != 0 and "--serving_export_cache reuses files of unknown weights" \
+      in result.stderr
+  assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_fidelity_lines_compare_each_export_with_its_own_model():
+  """One model's float ONNX export is the Keras model to float32 rounding; its dynamic int8 one
+  close to it; both on the same padded synthetic rows."""
+  lines = _run_benchmark("--mode=serving", "--serving_tokens=16", "--serving_batch_sizes=1",
+                         "--serving_requests=3", "--serving_runtimes=onnx,onnx_int8",
+                         "--serving_fidelity")
+  fidelity = {l["runtime"]: l for l in lines if l["mode"] == "fidelity"}
+  assert [l["mode"] for l in lines] == ["serving", "fidelity"] * 2
+  assert fidelity["onnx"]["pooled_cosine"] >= 0.999999
+  assert fidelity["onnx"]["sequence_cosine"] >= 0.999999
+  assert 0.97 <= fidelity["onnx_int8"]["sequence_cosine"] < 0.999999
+  assert 0.97 <= fidelity["onnx_int8"]["pooled_cosine"] <= 1.0
+  for line in fidelity.values():
+    assert (line["examples"], line["tokens"]) == (benchmark.FIDELITY_BATCH, 16)
+    assert "argmax_output" not in line  # the encoder alone has no predictions

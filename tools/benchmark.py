@@ -53,7 +53,15 @@ onnx, onnx_int8: ONNX Runtime, dynamic int8 after its BERT fusions; onnx_int8_st
 onnx_int8_static_qoperator: static int8 calibrated on synthetic ids) of a random-weight encoder,
 a fresh one per file (so the lines say nothing of accuracy), on the same [B, tokens] ids,
 each in its own child process without TensorFlow, --serving_threads threads; every line names
-its `runtime`.
+its `runtime`. --serving_checkpoint exports one model of those weights instead (its head:
+--serving_head).
+
+fidelity lines (--serving_fidelity, with portable runtimes): every file is of one model (random,
+or --serving_checkpoint's), and each runtime's outputs on the same ids (--fidelity_data's
+examples, or FIDELITY_BATCH synthetic rows of the longest --serving_tokens with padding) are
+compared with that model's float32 Keras outputs: pooled_cosine and sequence_cosine (the lowest
+cosine over the rows, and over the real tokens), and for a classifier or tagger argmax_agreement
+(the share of rows, or real tokens, whose argmax is the float model's) and argmax_changed.
 
 The functions here are also tools/device_check.py's. Importing this module defines no flags and
 loads neither TensorFlow nor albert_tf: the serving child must run without albert_tf, and the
@@ -110,6 +118,12 @@ PORTABLE_RUNTIMES = {
 }
 # The static exports' calibration: this many synthetic examples (export.calibration).
 PORTABLE_CALIBRATION_EXAMPLES = 32
+# The fidelity lines' inputs: synthetic rows (portable.sample_features: padding in all but the
+# first), or at most this many examples of --fidelity_data.
+FIDELITY_BATCH = 8
+FIDELITY_EXAMPLES = 64
+# The outputs whose argmax is a prediction (export.portable's names): a classifier's, a tagger's.
+ARGMAX_OUTPUTS = ("probabilities", "logits")
 
 # Training = forward + backward, and the backward pass of a matmul is two matmuls of the same
 # size (gradients of both operands): 3x the forward FLOPs.
@@ -161,6 +175,20 @@ def define_flags():
                       "Serving: a directory to keep the portable exports in and reuse them from "
                       "(<runtime>.tflite / .onnx; a base-shape conversion takes minutes). The "
                       "files must be of --config.")
+  flags.DEFINE_string("serving_checkpoint", None,
+                      "Serving: the portable exports' weights, a checkpoint of --config (any "
+                      "layout export_tflite takes); default: random weights.")
+  flags.DEFINE_enum("serving_head", "auto", ["auto", "none", "classifier", "squad_v1",
+                                             "token_classifier"],
+                    "Serving: --serving_checkpoint's head, as export_tflite's --head.")
+  flags.DEFINE_bool("serving_fidelity", False,
+                    "Serving: the portable runtimes also print a fidelity line: the cosine of "
+                    "their outputs against the float32 Keras model's on the same ids (and the "
+                    "argmax agreement of a classifier's or tagger's).")
+  flags.DEFINE_string("fidelity_data", None,
+                      "Serving fidelity: a TFRecord of input_ids/input_mask/segment_ids features "
+                      "(run_classifier's cached features) to compare on, its first "
+                      f"{FIDELITY_EXAMPLES}; default: synthetic ids.")
   flags.DEFINE_integer("serving_requests", 30, "Timed requests per batch-1 serving measurement "
                        "(a sixth of them, at least 3, for the larger batches).", lower_bound=1)
   flags.DEFINE_integer("warmup_steps", 2, "Untimed calls first (tracing, compilation).")
@@ -769,15 +797,17 @@ def _request_count(requests, batch):
   return requests if batch == 1 else max(3, requests // 6)
 
 
-def export_portable(config, runtime, max_seq_length, directory):
-  """The portable export of a random-weight AlbertModel timed as `runtime` (PORTABLE_RUNTIMES),
-  written under `directory` unless it is there already. Returns its path."""
+def export_portable(config, runtime, max_seq_length, directory, model=None):
+  """The portable export of `model` (default: a fresh random-weight AlbertModel) timed as
+  `runtime` (PORTABLE_RUNTIMES), written under `directory` unless it is there already. Returns
+  its path."""
   file_name, exporter, options, _ = PORTABLE_RUNTIMES[runtime]
   path = os.path.join(directory, file_name)
   if os.path.exists(path):
     return path
-  import albert_tf
-  model = albert_tf.AlbertModel(config)
+  if model is None:
+    import albert_tf
+    model = albert_tf.AlbertModel(config)
   if exporter == "tflite":
     from albert_tf.export.tflite import export_tflite
     export_tflite(model, path, max_seq_length, **options)
@@ -794,28 +824,100 @@ def export_portable(config, runtime, max_seq_length, directory):
 
 
 def benchmark_portable(config, runtimes, token_counts, batch_sizes, requests, warmup, threads,
-                       export_cache=None):
+                       export_cache=None, model=None, fidelity_features=None):
   """Exports each of `runtimes` (PORTABLE_RUNTIMES) and times it in its own child process
   without TensorFlow (portable_child): one line per (tokens, batch size), on [B, tokens] ids.
+
+  Args:
+    config, token_counts, batch_sizes, requests, warmup: as benchmark_serving's.
+    runtimes: names in PORTABLE_RUNTIMES.
+    threads: the runtimes' CPU threads.
+    export_cache: a directory to keep and reuse the files in, or None.
+    model: the model every file exports, or None for a fresh random one per file.
+    fidelity_features: None, or features [B, T] (numpy int32) on which each runtime's outputs
+      are compared with `model`'s float32 Keras outputs: a fidelity line per runtime.
 
   Raises:
     RuntimeError: when a child fails (its stderr's end in the message).
   """
   base = export_cache or tempfile.mkdtemp(prefix="albert_portable_bench_")
   os.makedirs(base, exist_ok=True)
+  reference = None
+  if fidelity_features is not None:
+    from albert_tf.export import portable
+    reference = {k: np.asarray(v) for k, v in
+                 portable.serving_outputs(model, fidelity_features).items()}
+    np.savez(os.path.join(base, "fidelity_features.npz"), **fidelity_features)
   try:
     for runtime in runtimes:
-      path = export_portable(config, runtime, max(token_counts), base)
+      path = export_portable(config, runtime, max(token_counts), base, model)
       plan = {"runtime": runtime, "path": path, "threads": threads,
               "runner_options": PORTABLE_RUNTIMES[runtime][3],
               "token_counts": list(token_counts),
               "batch_sizes": [1] + [b for b in batch_sizes if b != 1],
               "requests": requests, "warmup": warmup, "vocab_size": config.vocab_size,
               "file_bytes": os.path.getsize(path)}
+      if reference is not None:
+        plan["fidelity"] = {"features": os.path.join(base, "fidelity_features.npz"),
+                            "outputs": os.path.join(base, f"fidelity_{runtime}.npz")}
       _run_child("portable_child", plan, base, f"the {runtime} measurement ({path})")
+      if reference is not None:
+        with np.load(plan["fidelity"]["outputs"]) as outputs:
+          report(fidelity_line(runtime, reference, dict(outputs),
+                               fidelity_features["input_mask"]))
   finally:
     if export_cache is None:
       shutil.rmtree(base, ignore_errors=True)
+
+
+def fidelity_line(runtime, reference, outputs, input_mask):
+  """How close a runtime's outputs are to the float32 model's on the same features.
+
+  Args:
+    runtime: the runtime's name (PORTABLE_RUNTIMES).
+    reference: {output name: numpy array} of the float32 Keras model (export.portable's names).
+    outputs: the runtime's, the same names.
+    input_mask: [B, T], 1 on the real tokens.
+
+  Returns:
+    {mode: "fidelity", runtime, examples, tokens, reference, pooled_cosine (the lowest cosine of
+    a row's pooled_output), sequence_cosine (the lowest of a real token's sequence_output)}, and
+    for a classifier's probabilities or a tagger's logits: argmax_output, argmax_agreement (the
+    share of rows, or of real tokens, whose argmax is the float model's) and argmax_changed.
+  """
+  from albert_tf.export.portable_runtime import worst_cosine  # numpy only
+  mask = np.asarray(input_mask)
+  rows = np.ones(mask.shape[0])
+  line = {"mode": "fidelity", "runtime": runtime, "examples": int(mask.shape[0]),
+          "tokens": int(mask.shape[1]), "reference": "float32 Keras model, the same weights",
+          "pooled_cosine": round(worst_cosine(outputs["pooled_output"],
+                                              reference["pooled_output"], rows), 6),
+          "sequence_cosine": round(worst_cosine(outputs["sequence_output"],
+                                                reference["sequence_output"], mask), 6)}
+  for name in ARGMAX_OUTPUTS:
+    if name in reference:
+      ours, theirs = outputs[name].argmax(-1), reference[name].argmax(-1)
+      real = rows > 0 if ours.ndim == 1 else mask > 0  # a tagger's: its real tokens
+      same = ours[real] == theirs[real]
+      line.update(argmax_output=name, argmax_agreement=round(float(same.mean()), 6),
+                  argmax_changed=int((~same).sum()))
+  return line
+
+
+def fidelity_features_of(config, max_seq_length, data_file=None):
+  """The fidelity lines' features (numpy int32 [B, T]): the first FIDELITY_EXAMPLES of
+  `data_file` (a TFRecord, export.calibration's reading), padded to their longest; else
+  FIDELITY_BATCH synthetic rows of `max_seq_length` tokens (portable.sample_features)."""
+  from albert_tf.export import portable
+  if data_file is None:
+    return portable.sample_features(config, FIDELITY_BATCH, max_seq_length)
+  from albert_tf.export.calibration import read_calibration_examples
+  examples = read_calibration_examples(data_file, config, max_seq_length, FIDELITY_EXAMPLES,
+                                       flag="--fidelity_data")
+  longest = max(e["input_ids"].shape[1] for e in examples)
+  return {name: np.concatenate([np.pad(e[name], ((0, 0), (0, longest - e[name].shape[1])))
+                                for e in examples]).astype(np.int32)
+          for name in portable.INPUT_NAMES}
 
 
 def _run_child(function, plan, directory, what):
@@ -860,6 +962,9 @@ def portable_child(plan_file):
                   peak_rss_mb=round(peak_rss_mb(), 1),
                   tensorflow_loaded="tensorflow" in sys.modules)
       print(json.dumps(line), flush=True)
+  if "fidelity" in plan:
+    with np.load(plan["fidelity"]["features"]) as features:
+      np.savez(plan["fidelity"]["outputs"], **run(dict(features)))
 
 
 def serving_child(plan_file):
@@ -921,6 +1026,10 @@ def main(_):
   if unknown:
     raise app.UsageError(f"--serving_runtimes={','.join(runtimes)}: {unknown} are not known; "
                          f"choose from saved_model, {', '.join(PORTABLE_RUNTIMES)}")
+  if FLAGS.serving_export_cache and (FLAGS.serving_checkpoint or FLAGS.serving_fidelity):
+    raise app.UsageError("--serving_export_cache reuses files of unknown weights: it cannot "
+                         "go with --serving_checkpoint or --serving_fidelity, whose files must "
+                         "be of one model; leave it out")
   if modes & {"serving", "all"}:
     try:
       check_serving_tokens(config, token_counts)
@@ -950,9 +1059,23 @@ def main(_):
     if "saved_model" in runtimes:
       benchmark_serving(config, FLAGS.spm_model_file, token_counts, batch_sizes,
                         FLAGS.serving_requests, FLAGS.warmup_steps, FLAGS.serving_precision)
-    benchmark_portable(config, [r for r in runtimes if r != "saved_model"], token_counts,
-                       batch_sizes, FLAGS.serving_requests, FLAGS.warmup_steps,
-                       FLAGS.serving_threads, FLAGS.serving_export_cache)
+    portable_runtimes = [r for r in runtimes if r != "saved_model"]
+    model, features = portable_model(config, portable_runtimes, max(token_counts))
+    benchmark_portable(config, portable_runtimes, token_counts, batch_sizes,
+                       FLAGS.serving_requests, FLAGS.warmup_steps, FLAGS.serving_threads,
+                       FLAGS.serving_export_cache, model, features)
+
+
+def portable_model(config, runtimes, max_seq_length):
+  """(the model every portable export is of, the fidelity features): (None, None) unless
+  --serving_checkpoint or --serving_fidelity asks for one model (random, or the checkpoint's)."""
+  if not runtimes or not (FLAGS.serving_checkpoint or FLAGS.serving_fidelity):
+    return None, None
+  from albert_tf.export import portable
+  model = portable.load_exportable_model(config, FLAGS.serving_checkpoint, FLAGS.serving_head)
+  features = (fidelity_features_of(config, max_seq_length, FLAGS.fidelity_data)
+              if FLAGS.serving_fidelity else None)
+  return model, features
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Times Hugging Face transformers' ALBERT in PyTorch as tools/benchmark.py times ours: the
-reference of issue 32's acceptance (tools/amx_check.py), run in an interpreter of its own.
+peer of tools/cpu_check.py (issue 38; issue 32's tools/amx_check.py before it), run in an
+interpreter of its own.
 
   /tmp/hfvenv/bin/python tools/hf_torch_bench.py --config=base
   python3 tools/hf_torch_bench.py --hf_python=/tmp/hfvenv/bin/python   # re-runs itself there
@@ -231,7 +232,8 @@ def benchmark(args):
       yield line
 
 
-def _names(allowed, flag):
+def comma_names(allowed, flag):
+  """An argparse type: a comma-separated list of `allowed` names (the --`flag` in its error)."""
   def parse(text):
     names = [n for n in text.split(",") if n]
     bad = [n for n in names if n not in allowed]
@@ -242,32 +244,35 @@ def _names(allowed, flag):
   return parse
 
 
-def parse_args(argv):
-  """The flags (argv without the program name)."""
+def shape_parser(description, precision_help):
+  """An argparse parser with the flags every peer's benchmark shares (this file's and
+  tools/kerashub_bench.py's): --config, the shape, --mode, --mixed_precision, the steps, --seed.
+
+  Args:
+    description: the parser's description.
+    precision_help: what --mixed_precision=mixed_bfloat16 is in that peer.
+  """
   parser = argparse.ArgumentParser(
-      description=__doc__.split("\n\n", 1)[0], formatter_class=argparse.RawTextHelpFormatter)
+      description=description, formatter_class=argparse.RawTextHelpFormatter)
   parser.add_argument("--config", default="base",
                       help="Preset name (base, large, ...) or path to an albert_config.json.")
   parser.add_argument("--batch_size", type=int, default=8, help="Examples per step.")
   parser.add_argument("--seq_length", type=int, default=128, help="Tokens per example.")
   parser.add_argument("--num_predictions", type=int, default=20,
                       help="Masked-LM predictions per example.")
-  parser.add_argument("--mode", type=_names(MODES, "mode"), default=list(MODES),
+  parser.add_argument("--mode", type=comma_names(MODES, "mode"), default=list(MODES),
                       help="What to time: forward,train (default both).")
-  parser.add_argument("--mixed_precision", type=_names(PRECISIONS, "mixed_precision"),
+  parser.add_argument("--mixed_precision", type=comma_names(PRECISIONS, "mixed_precision"),
                       default=list(PRECISIONS),
-                      help="float32,mixed_bfloat16 (default both); mixed_bfloat16 is "
-                           "torch.autocast('cpu', dtype=torch.bfloat16).")
-  parser.add_argument("--mlm_logits", choices=("masked", "all"), default="masked",
-                      help="The masked-LM head at the masked positions (as ours) or at all.")
+                      help=f"float32,mixed_bfloat16 (default both); {precision_help}")
   parser.add_argument("--warmup_steps", type=int, default=2, help="Untimed calls first.")
   parser.add_argument("--steps", type=int, default=5, help="Timed calls (the median is kept).")
-  parser.add_argument("--threads", type=int, default=None,
-                      help="torch's intra-op threads (default: torch's own choice).")
   parser.add_argument("--seed", type=int, default=0, help="Weights' and batch's seed.")
-  parser.add_argument("--hf_python", default=sys.executable,
-                      help="The interpreter with torch and transformers; this file re-runs "
-                           "itself there when it is not the one running it.")
+  return parser
+
+
+def checked_args(parser, argv):
+  """parser's arguments of `argv`, the shape and step counts checked (parser.error otherwise)."""
   args = parser.parse_args(argv)
   for name in ("batch_size", "seq_length", "num_predictions", "steps"):
     if getattr(args, name) < 1:
@@ -277,10 +282,24 @@ def parse_args(argv):
   return args
 
 
-def command(hf_python, **flag_values):
-  """The argv that runs this file under `hf_python` with `flag_values` (--name=value; lists
-  joined by commas), for callers such as tools/amx_check.py."""
-  argv = [hf_python, os.path.abspath(__file__)]
+def parse_args(argv):
+  """The flags (argv without the program name)."""
+  parser = shape_parser(__doc__.split("\n\n", 1)[0],
+                        "mixed_bfloat16 is torch.autocast('cpu', dtype=torch.bfloat16).")
+  parser.add_argument("--mlm_logits", choices=("masked", "all"), default="masked",
+                      help="The masked-LM head at the masked positions (as ours) or at all.")
+  parser.add_argument("--threads", type=int, default=None,
+                      help="torch's intra-op threads (default: torch's own choice).")
+  parser.add_argument("--hf_python", default=sys.executable,
+                      help="The interpreter with torch and transformers; this file re-runs "
+                           "itself there when it is not the one running it.")
+  return checked_args(parser, argv)
+
+
+def command(python, tool=None, **flag_values):
+  """The argv that runs `tool` (default: this file) under `python` with `flag_values`
+  (--name=value; lists joined by commas), for callers such as tools/cpu_check.py."""
+  argv = [python, os.path.abspath(tool or __file__)]
   for name, value in flag_values.items():
     if value is not None:
       argv.append(f"--{name}={','.join(map(str, value)) if isinstance(value, list) else value}")
@@ -292,20 +311,24 @@ def parse_lines(stdout):
   return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
-def check_interpreter(hf_python):
-  """Raises UsageError, naming --hf_python and the fix, unless `hf_python` runs and imports torch
-  and transformers."""
-  probe = "import torch, transformers"
+def check_interpreter(python, probe="import torch, transformers", flag="--hf_python",
+                      needs="torch and transformers", hint=VENV_HINT):
+  """Raises UsageError, naming `flag` and the fix, unless `python` runs `probe` (by default:
+  imports torch and transformers; tools/kerashub_bench.py asks for keras_hub).
+
+  Args:
+    python: the interpreter's path.
+    probe: Python source that must run there.
+    flag, needs, hint: the error message's flag, what `probe` imports, and how to get it.
+  """
   try:
-    result = subprocess.run([hf_python, "-c", probe], capture_output=True, text=True,
+    result = subprocess.run([python, "-c", probe], capture_output=True, text=True,
                             env=dict(os.environ, USE_TF="0"), check=False, timeout=300)
   except OSError as e:
-    raise UsageError(f"--hf_python={hf_python}: cannot run it ({e}); make one: "
-                     f"{VENV_HINT}") from None
+    raise UsageError(f"{flag}={python}: cannot run it ({e}); make one: {hint}") from None
   if result.returncode != 0:
     last = (result.stderr.strip().splitlines() or ["exit status %d" % result.returncode])[-1]
-    raise UsageError(f"--hf_python={hf_python}: cannot import torch and transformers ({last}); "
-                     f"{VENV_HINT}")
+    raise UsageError(f"{flag}={python}: cannot import {needs} ({last}); {hint}")
 
 
 def _without_hf_python(argv):
