@@ -131,9 +131,15 @@ def test_a_directory_as_a_data_file_and_an_output_under_a_file(tmp_path):
 
 
 # ---- tokenizer files -------------------------------------------------------------------------
+def _sentencepiece_vocab(path):
+  """A SentencePiece .vocab at `path`: its pieces with scores (the file users confuse with the
+  model, and with a WordPiece vocab.txt)."""
+  path.write_text("<pad>\t0\n<unk>\t0\n[CLS]\t0\n\u2581the\t-3.1\n", encoding="utf-8")
+  return path
+
+
 def test_a_file_that_is_no_sentencepiece_model_is_refused_naming_it(tmp_path):
-  bad = tmp_path / "spm.vocab"
-  bad.write_text("<pad>\t0\n<unk>\t0\n\u2581the\t-3.1\n", encoding="utf-8")
+  bad = _sentencepiece_vocab(tmp_path / "spm.vocab")
   with pytest.raises(errors.DataFormatError, match=(
       f"{bad} is not a SentencePiece model \\(a .vocab file lists the pieces; the model is the "
       ".model file beside it\\): give --spm_model_file the .model file")):
@@ -145,8 +151,7 @@ def test_a_file_that_is_no_sentencepiece_model_is_refused_naming_it(tmp_path):
 
 
 def test_a_sentencepiece_vocab_as_vocab_file_is_refused_naming_it(tmp_path):
-  vocab = tmp_path / "30k-clean.vocab"
-  vocab.write_text("<pad>\t0\n<unk>\t0\n[CLS]\t0\n\u2581the\t-3.1\n", encoding="utf-8")
+  vocab = _sentencepiece_vocab(tmp_path / "30k-clean.vocab")
   with pytest.raises(errors.DataFormatError, match=(
       f"{vocab} is not a WordPiece vocab.txt: it has no \\[UNK\\] token: it looks like a "
       "SentencePiece .vocab")):

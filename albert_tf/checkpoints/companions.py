@@ -11,7 +11,7 @@ import os
 from albert_tf import errors
 from albert_tf import io
 
-# training.job.CONFIG_FILE: the name every run keeps its config under, as the released models.
+# The name every run keeps its config under (training.job.CONFIG_FILE), as the released models.
 CONFIG_NAME = "albert_config.json"
 # The kept tokenizer's names: the SentencePiece model under Hugging Face's name for it (the
 # same file), a WordPiece vocabulary under BERT's.

@@ -15,7 +15,7 @@ import os
 import tensorflow as tf
 
 from albert_tf import errors, io
-from albert_tf.checkpoints import keras_hub
+from albert_tf.checkpoints import companions, keras_hub
 from albert_tf.config import AlbertConfig
 from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
@@ -30,8 +30,8 @@ logger = logging.getLogger("albert_tf")
 # Where an unseeded run keeps the data seed it drew, in output_dir.
 DATA_SEED_FILE = "data_seed.txt"
 # Where a run keeps its model config, in output_dir (the released models' name): a resume is
-# checked against it.
-CONFIG_FILE = "albert_config.json"
+# checked against it, and --init_checkpoint=<output_dir> reads it (checkpoints.companions).
+CONFIG_FILE = companions.CONFIG_NAME
 
 
 # Settings that cannot work together (the binaries report it as a flag error).
