@@ -2,22 +2,21 @@
 
 The model names are imported on first use, so that the data tools (tokenization,
 create_pretraining_data) run without loading TensorFlow; they are imported with Keras, so that
-keras.models.load_model reads our `.keras` files after `import albert_tf` (keras_registration);
+keras.models.load_model reads our `.keras` files after `import albert_tf` (registry.register_with_keras);
 both come from one table, albert_tf.registry. Importing albert_tf changes nothing else either
 (the environment included), but for hiding the cuInit error TensorFlow prints on a machine
 without an NVIDIA driver (startup.hide_cuinit_error_without_driver): quieting the rest of
-TensorFlow's start-up is the binaries' choice, albert_tf.startup.quiet_tensorflow_startup().
+TensorFlow's start-up is the binaries' choice, albert_tf.core.startup.quiet_tensorflow_startup().
 """
 
 import importlib as _importlib
 
-from albert_tf import keras_registration as _keras_registration
 from albert_tf import registry as _registry
-from albert_tf import startup as _startup
+from albert_tf.core import startup as _startup
 
 _LAZY = dict(
     _registry.models(),  # AlbertModel, AlbertPretrainer and each task's models (albert_tf.tasks)
-    AlbertConfig="albert_tf.config",
+    AlbertConfig="albert_tf.core.config",
     AlbertPreprocessor="albert_tf.layers.preprocessor",
     load_checkpoint="albert_tf.checkpoints",
     load_original_checkpoint="albert_tf.checkpoints",
@@ -27,7 +26,7 @@ _LAZY = dict(
 
 __all__ = sorted(_LAZY)
 
-_keras_registration.register_with_keras()
+_registry.register_with_keras()
 _startup.hide_cuinit_error_without_driver()
 
 

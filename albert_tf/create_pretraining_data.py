@@ -18,11 +18,11 @@ leaves neither a temporary nor a partial output.
 
 from absl import app, flags
 
-from albert_tf import cli, errors
+from albert_tf.core import cli, errors
 
-from albert_tf.startup import quiet_tensorflow_startup
+from albert_tf.core.startup import quiet_tensorflow_startup
 
-from albert_tf import io as files
+from albert_tf.core import io as files
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.tokenization.chinese_words import SEGMENTERS
 from albert_tf.data.pretraining_data import (GenerationSettings, Progress,

@@ -25,9 +25,9 @@ import os
 
 from absl import app, flags
 
-from albert_tf import cli
+from albert_tf.core import cli
 
-from albert_tf.startup import quiet_tensorflow_startup
+from albert_tf.core.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_directory", None,

@@ -24,11 +24,11 @@ atomically. ONNX Runtime's quantizer notices are shown with --verbose only.
 
 from absl import flags
 
-from albert_tf import cli
-from albert_tf import errors
+from albert_tf.core import cli
+from albert_tf.core import errors
 from albert_tf.export import portable_flags
 from albert_tf.export.staging import check_output_file
-from albert_tf.startup import quiet_tensorflow_startup
+from albert_tf.core.startup import quiet_tensorflow_startup
 
 FLAGS = portable_flags.FLAGS
 portable_flags.define_flags(("none", "dynamic_range", "static"))

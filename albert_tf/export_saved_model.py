@@ -14,9 +14,10 @@ fine-tuning run kept there): its config and tokenizer are then the defaults of
 
 from absl import app, flags
 
-from albert_tf import cli, common_flags
+from albert_tf.core import cli
+from albert_tf.training import flags as common_flags
 
-from albert_tf.startup import quiet_tensorflow_startup
+from albert_tf.core.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
 common_flags.define_export_model_flags()
@@ -36,7 +37,7 @@ def main(argv):
   # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import load_checkpoint, model_config, spm_model_file
   from albert_tf.checkpoints.companions import wordpiece_vocab_file
-  from albert_tf.errors import AlbertError
+  from albert_tf.core.errors import AlbertError
   from albert_tf.export.saved_model import ServingModule, export_saved_model, heads_missing
   from albert_tf.models import AlbertPretrainer
   from albert_tf.training import memory

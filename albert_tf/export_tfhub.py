@@ -21,9 +21,10 @@ interfaces.
 
 from absl import app, flags
 
-from albert_tf import cli, common_flags, errors
+from albert_tf.core import cli, errors
+from albert_tf.training import flags as common_flags
 from albert_tf.export.staging import check_output_dir
-from albert_tf.startup import quiet_tensorflow_startup
+from albert_tf.core.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("export_type", "model", ["model", "model_with_mlm", "preprocessing"],

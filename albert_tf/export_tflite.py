@@ -15,10 +15,10 @@ An existing --output_file is refused, before any work, unless --overwrite; the f
 atomically.
 """
 
-from albert_tf import cli
+from albert_tf.core import cli
 from albert_tf.export import portable_flags
 from albert_tf.export.staging import check_output_file
-from albert_tf.startup import quiet_tensorflow_startup
+from albert_tf.core.startup import quiet_tensorflow_startup
 
 FLAGS = portable_flags.FLAGS
 portable_flags.define_flags(("none", "float16", "dynamic_range"))

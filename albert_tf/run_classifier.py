@@ -33,7 +33,8 @@ import math
 
 from absl import flags
 
-from albert_tf import cli, common_flags, errors, settings
+from albert_tf.core import cli, errors, settings
+from albert_tf.training import flags as common_flags
 from albert_tf.tasks.classifier import settings as own_data_settings
 
 FLAGS = flags.FLAGS

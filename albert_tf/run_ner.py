@@ -20,7 +20,8 @@ word-a-line file's Chinese words into characters.
 
 from absl import flags
 
-from albert_tf import cli, common_flags
+from albert_tf.core import cli
+from albert_tf.training import flags as common_flags
 from albert_tf.tasks.ner.settings import NerSettings
 
 FLAGS = flags.FLAGS

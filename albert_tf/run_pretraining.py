@@ -11,7 +11,8 @@ checkpoint, one of ours or a Hugging Face directory (whose config.json is the mo
 
 from absl import flags
 
-from albert_tf import cli, common_flags, settings
+from albert_tf.core import cli, settings
+from albert_tf.training import flags as common_flags
 
 FLAGS = flags.FLAGS
 

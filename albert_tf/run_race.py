@@ -13,7 +13,8 @@ set into predict_results.txt.
 
 from absl import flags
 
-from albert_tf import cli, common_flags, settings
+from albert_tf.core import cli, settings
+from albert_tf.training import flags as common_flags
 
 FLAGS = flags.FLAGS
 

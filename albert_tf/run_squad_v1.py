@@ -16,7 +16,8 @@ evaluator (docs/chinese.md).
 
 from absl import flags
 
-from albert_tf import cli, common_flags, settings
+from albert_tf.core import cli, settings
+from albert_tf.training import flags as common_flags
 from albert_tf.tasks.squad import flags as squad_flags
 
 squad_flags.define_flags(v2=False)

@@ -14,7 +14,8 @@ dev set's null threshold baked in.
 
 from absl import flags
 
-from albert_tf import cli, common_flags, settings
+from albert_tf.core import cli, settings
+from albert_tf.training import flags as common_flags
 from albert_tf.tasks.squad import flags as squad_flags
 
 squad_flags.define_flags(v2=True)

@@ -13,7 +13,7 @@ ORIGINAL_MODEL = os.path.join(TESTDATA, "original_model")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # What TensorFlow 2.21 prints on start-up on a CPU machine, none of it a problem: the binaries
-# hide it (albert_tf.startup.quiet_tensorflow_startup).
+# hide it (albert_tf.core.startup.quiet_tensorflow_startup).
 TF_STARTUP_NOTICES = {
     "absl": "WARNING: All log messages before absl::InitializeLog() is called",
     "oneDNN": "oneDNN custom operations are on",

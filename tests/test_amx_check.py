@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from albert_tf.config import AlbertConfig
+from albert_tf.core.config import AlbertConfig
 from helpers import REPO_ROOT
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))

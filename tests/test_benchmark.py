@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import albert_tf
-from albert_tf import hardware
+from albert_tf.core import hardware
 from helpers import ORIGINAL_MODEL, REPO_ROOT
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
@@ -122,14 +122,14 @@ def test_gemm_peak_tflops_times_a_matmul(dtype):
 
 def test_jit_compile_defaults_are_the_binaries():
   """The benchmark's --jit_compile and --jit_compile_fast_path default as the binaries' flags
-  (albert_tf/common_flags.py) do: each defined in a process of its own, as their names clash."""
+  (albert_tf/training/flags.py) do: each defined in a process of its own, as their names clash."""
   def defaults(define):
     code = (f"import sys; sys.path.insert(0, {os.path.join(REPO_ROOT, 'tools')!r}); {define}; "
             "from absl import flags; "
             "print(*(flags.FLAGS[n].default for n in ('jit_compile', 'jit_compile_fast_path')))")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True, cwd=REPO_ROOT).stdout.split()
-  binaries = defaults("from albert_tf import common_flags; common_flags.define_run_flags()")
+  binaries = defaults("from albert_tf.training import flags as common_flags; common_flags.define_run_flags()")
   assert binaries == ["False", "True"]
   assert defaults("import benchmark; benchmark.define_flags()") == binaries
 

@@ -9,7 +9,7 @@ import pytest
 from seqeval import metrics as seqeval_metrics
 
 from albert_tf.finetuning import feature_cache
-from albert_tf.settings import TokenizerSettings
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.tasks.ner import data, features
 from albert_tf.tokenization import FullTokenizer
 

@@ -13,7 +13,7 @@ from albert_tf.finetuning.inputs import classifier_features, feature_dataset
 from albert_tf.finetuning.objectives import ClassificationObjective
 from albert_tf.models import classification_losses
 from albert_tf.optimization import create_optimizer
-from albert_tf.settings import TrainSettings
+from albert_tf.core.settings import TrainSettings
 from albert_tf.training.runner import Runner
 from helpers import ORIGINAL_MODEL, TESTDATA, read_tf1_checkpoint
 

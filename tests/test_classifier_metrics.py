@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from albert_tf.finetuning import metrics
+from albert_tf.tasks.classifier import metrics
 
 
 def test_accuracy_excludes_padding():

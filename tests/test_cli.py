@@ -6,7 +6,7 @@ import os
 import pytest
 from absl import app
 
-from albert_tf import cli
+from albert_tf.core import cli
 from albert_tf.training.lock import OutputDirLock, OutputDirLockedError
 from albert_tf.training.job import UsageError
 from helpers import ORIGINAL_MODEL, REPO_ROOT, run_binary

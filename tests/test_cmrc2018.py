@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from albert_tf import errors, settings
+from albert_tf.core import errors, settings
 from albert_tf.tasks.squad import cmrc_metric, postprocess, wordpiece_data
 from albert_tf.tokenization.cmrc import CmrcTokenizer, split_words
 from helpers import TESTDATA, run_binary

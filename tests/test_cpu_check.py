@@ -12,8 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf import hardware
-from albert_tf.config import AlbertConfig
+from albert_tf.core import hardware
+from albert_tf.core.config import AlbertConfig
 from helpers import REPO_ROOT
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
@@ -26,7 +26,7 @@ TOOL = os.path.join(REPO_ROOT, "tools", "cpu_check.py")
 TINY_CONFIG = os.path.join(REPO_ROOT, "albert_tf", "configs", "tiny_quickstart.json")
 BASE = cpu_check.BASE_SHAPE
 
-# albert_tf.hardware.matrix_units() of the three CPU classes issue 38 names.
+# albert_tf.core.hardware.matrix_units() of the three CPU classes issue 38 names.
 NONE = dict.fromkeys(hardware.MATRIX_UNITS, False)
 AVX2_ONLY = dict(NONE, avx2=True)  # AMD Zen 3
 ZEN4 = dict(NONE, avx2=True, avx512f=True, avx512_bf16=True, avx512_vnni=True)

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 import original_pretraining_reference as reference
-from albert_tf import io as files
+from albert_tf.core import io as files
 from albert_tf.data import tfrecords
-from albert_tf.io import expand_input_patterns, write_text_atomically
+from albert_tf.core.io import expand_input_patterns, write_text_atomically
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_data import (GenerationSettings, check_settings,
                                              default_output_files, generate, generate_per_file)

@@ -12,12 +12,12 @@ import signal
 import pytest
 import sentencepiece as spm
 
-from albert_tf import errors, io
+from albert_tf.core import errors, io
 from albert_tf.data.corpus import corpus_lines
 from albert_tf.finetuning import feature_cache
 from albert_tf.finetuning.windows import doc_spans
-from albert_tf.labels import read_label_file
-from albert_tf.settings import TokenizerSettings
+from albert_tf.checkpoints.labels import read_label_file
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.tasks.classifier.data import read_tsv
 from albert_tf.tasks.ner import data, features
 from albert_tf.tasks.race.data import RaceProcessor

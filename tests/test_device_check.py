@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import albert_tf
-from albert_tf import hardware
+from albert_tf.core import hardware
 from helpers import ORIGINAL_MODEL, REPO_ROOT
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))

@@ -6,8 +6,8 @@ import importlib
 import pytest
 
 # The modules whose docstrings hold examples: the config, the models, the optimizers, the spill.
-MODULES = ["albert_tf.config", "albert_tf.models.encoder", "albert_tf.models.pretrainer",
-           "albert_tf.models.classifier", "albert_tf.optimization.optimizers",
+MODULES = ["albert_tf.core.config", "albert_tf.models.encoder", "albert_tf.models.pretrainer",
+           "albert_tf.tasks.classifier.model", "albert_tf.optimization.optimizers",
            "albert_tf.optimization.schedules", "albert_tf.data.spill"]
 
 

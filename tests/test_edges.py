@@ -116,7 +116,7 @@ def _hf_dir(tmp_path, folder="encoder", **changes):
 
 
 def _albert_config_file(tmp_path, **changes):
-  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   path = str(tmp_path / "albert_config.json")
   AlbertConfig.from_hf_config(os.path.join(HF, "encoder")).replace(**changes).to_json_file(path)
   return path
@@ -267,7 +267,7 @@ def test_beam_launch_removes_old_remote_temporaries_by_age(tmp_path, monkeypatch
 
 # ---- --format=hf writes the checkpoint's head, or refuses -------------------------------------
 def _hf_config():
-  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   return AlbertConfig.from_hf_config(os.path.join(HF, "encoder"))
 
 
@@ -354,7 +354,7 @@ def test_a_one_logit_head_without_evidence_asks_which(tmp_path):
     ("qa", "auto", "AlbertForQuestionAnswering"), ("pretraining", "auto", "AlbertForPreTraining"),
     ("encoder", "auto", "AlbertModel"), ("pretraining", "none", "AlbertModel")])
 def test_hf_checkpoints_keep_their_head(tmp_path, folder, head, architecture):
-  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
   out = export_hf_layout(AlbertConfig.from_hf_config(os.path.join(HF, folder)),
                          os.path.join(HF, folder), str(tmp_path / "hf"), head=head)

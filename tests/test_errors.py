@@ -1,4 +1,4 @@
-"""Each refusal a user meets ends its binary with one `error:` line (albert_tf.errors: status 2
+"""Each refusal a user meets ends its binary with one `error:` line (albert_tf.core.errors: status 2
 for flags, 1 for the rest) and no traceback; so does a missing pip extra, naming it.
 
 The checkpoints and configs of the refusals are made here, in the test process, from the tiny

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import albert_tf
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.checkpoints import resolve_checkpoint_path, save_original_checkpoint
 from albert_tf.export import portable
 from albert_tf.export.hf import checkpoint_head, export_hf_layout

@@ -10,7 +10,7 @@ import pathlib
 import pytest
 
 import albert_tf
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.export import staging, tflite
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 import albert_tf
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.checkpoints import LoadReport, load_checkpoint
 from albert_tf.export.serving_ops import ops_missing_from
 from albert_tf.export.tfhub import HubEncoder, check_mlm_head, save_hub_model

@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf import hardware
+from albert_tf.core import hardware
 from albert_tf.optimization import create_optimizer
-from albert_tf.settings import TrainSettings
+from albert_tf.core.settings import TrainSettings
 from albert_tf.training import precision
 from albert_tf.training.fast_path import choose_jit_compile
 from albert_tf.training.pretraining import PretrainingRunner

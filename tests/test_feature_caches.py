@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-from albert_tf import errors, settings
+from albert_tf.core import errors, settings
 from albert_tf.finetuning import feature_cache
-from albert_tf.settings import TokenizerSettings
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.tasks.classifier.data import InputExample, PaddingInputExample
 from albert_tf.tasks.classifier.settings import OwnDataSettings
 from helpers import ORIGINAL_MODEL, TESTDATA

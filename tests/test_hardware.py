@@ -1,9 +1,9 @@
-"""albert_tf.hardware reads the CPU's units from /proc/cpuinfo, without TensorFlow."""
+"""albert_tf.core.hardware reads the CPU's units from /proc/cpuinfo, without TensorFlow."""
 
 import subprocess
 import sys
 
-from albert_tf import hardware
+from albert_tf.core import hardware
 
 SAPPHIRE_RAPIDS = """processor\t: 0
 vendor_id\t: GenuineIntel
@@ -52,7 +52,7 @@ def test_no_cpuinfo_means_no_units(tmp_path):
 
 
 def test_reading_the_units_imports_no_tensorflow():
-  code = ("import sys, albert_tf.hardware as h; h.describe(); "
+  code = ("import sys, albert_tf.core.hardware as h; h.describe(); "
           "print('tensorflow' in sys.modules)")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
   assert out.stdout.strip() == "False"

@@ -12,8 +12,10 @@ import safetensors.numpy
 import albert_tf
 from albert_tf.checkpoints import hf
 from albert_tf.export.hf import export_hf_layout
-from albert_tf.models import (AlbertClassifier, AlbertModel, AlbertMultipleChoice,
-                              AlbertPretrainer, AlbertSpanLabeler)
+from albert_tf.tasks.classifier.model import AlbertClassifier
+from albert_tf.models import AlbertModel, AlbertPretrainer
+from albert_tf.tasks.race.model import AlbertMultipleChoice
+from albert_tf.tasks.squad.model import AlbertSpanLabeler
 
 from helpers import TESTDATA, run_binary
 from served_model_helpers import load_served_model, run_signature

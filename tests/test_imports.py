@@ -11,12 +11,12 @@ import sys
 
 import pytest
 
-from albert_tf import startup
+from albert_tf.core import startup
 from helpers import REPO_ROOT, TF_STARTUP_NOTICES as NOTICES
 
 START_TENSORFLOW = """
 import warnings
-from albert_tf.startup import quiet_tensorflow_startup
+from albert_tf.core.startup import quiet_tensorflow_startup
 quiet_tensorflow_startup()
 import tensorflow as tf
 print(tf.constant(1).numpy() + 1, type(tf.__loader__).__name__)
@@ -42,7 +42,7 @@ def test_import_albert_tf_leaves_the_environment_alone():
   stdout, _ = run_python(
       "import os, sys\n"
       "before = dict(os.environ)\n"
-      "import albert_tf, albert_tf.startup\n"
+      "import albert_tf, albert_tf.core.startup\n"
       "print(dict(os.environ) == before, 'tensorflow' in sys.modules)\n",
       {"TF_CPP_MIN_LOG_LEVEL": None})
   assert stdout.split() == ["True", "False"]
@@ -50,7 +50,7 @@ def test_import_albert_tf_leaves_the_environment_alone():
 
 def test_quiet_startup_sets_the_log_level_only_where_the_user_did_not():
   code = ("import os\n"
-          "from albert_tf.startup import quiet_tensorflow_startup\n"
+          "from albert_tf.core.startup import quiet_tensorflow_startup\n"
           "quiet_tensorflow_startup()\n"
           "print(os.environ['TF_CPP_MIN_LOG_LEVEL'])\n")
   assert run_python(code, {"TF_CPP_MIN_LOG_LEVEL": None})[0].split() == ["1"]
@@ -118,7 +118,7 @@ def test_what_tensorflow_prints_before_aborting_the_import_is_kept():
   result = subprocess.run(
       [sys.executable, "-c",
        "import os\n"
-       "from albert_tf import startup\n"
+       "from albert_tf.core import startup\n"
        "with startup.stderr_without(startup.noise_pattern(no_driver=True)):\n"
        "  os.write(2, b'I0000 00:00:1795996204.699463  1 port.cc:153] oneDNN custom operations "
        "are on\\n')\n"
@@ -163,5 +163,5 @@ def test_each_task_declares_its_models_without_importing_anything():
     path = os.path.join(REPO_ROOT, *package.split("."), "__init__.py")
     assert not list(_imported_modules(path)), f"{package} imports at registry time"
   models = registry.models()
-  assert models["AlbertClassifier"] == "albert_tf.models.classifier"
+  assert models["AlbertClassifier"] == "albert_tf.tasks.classifier.model"
   assert {"AlbertModel", "AlbertPretrainer", "AlbertSquadV2"} <= set(models)

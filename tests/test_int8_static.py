@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import albert_tf
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.export import onnx as onnx_export
 from albert_tf.export import portable

@@ -20,12 +20,14 @@ import tensorflow as tf
 
 from helpers import ORIGINAL_MODEL, TESTDATA, read_tf1_checkpoint, run_binary
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.checkpoints import (hf, is_keras_hub_preset, keras_hub as presets, layout,
                                    load_checkpoint, model_config, spm_model_file)
-from albert_tf.config import AlbertConfig
-from albert_tf.models import (AlbertClassifier, AlbertModel, AlbertMultipleChoice,
-                              AlbertPretrainer, AlbertSpanLabeler)
+from albert_tf.core.config import AlbertConfig
+from albert_tf.tasks.classifier.model import AlbertClassifier
+from albert_tf.models import AlbertModel, AlbertPretrainer
+from albert_tf.tasks.race.model import AlbertMultipleChoice
+from albert_tf.tasks.squad.model import AlbertSpanLabeler
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.tokenization import FullTokenizer
 

@@ -291,13 +291,13 @@ def test_a_model_without_a_layout_is_refused():
 
 def test_every_registered_class_has_a_stand_in_before_the_models_are_imported():
   import keras  # pylint: disable=import-outside-toplevel
-  from albert_tf import keras_registration, registry  # pylint: disable=import-outside-toplevel
+  from albert_tf import registry  # pylint: disable=import-outside-toplevel
   for module in set(registry.keras_classes().values()):
     importlib.import_module(module)
   registered = sorted(name.split(">", 1)[1] for name, value in
                       keras.saving.get_custom_objects().items()
                       if name.startswith("albert_tf>") and isinstance(value, type))
-  assert registered == sorted(keras_registration.REGISTERED)
+  assert registered == sorted(registry.REGISTERED)
 
 
 def test_import_albert_tf_loads_no_tensorflow_until_keras_is_used():

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import numpy_reference as ref
 from albert_tf import layers
+from albert_tf.tasks.squad import heads as squad_heads
 
 
 def test_gelu_is_the_tanh_approximation():
@@ -138,8 +139,8 @@ def _layer_cases():
       "MaskedLMHead": (layers.MaskedLMHead(8, 4, 10), (x, positions, table),
                        {"sequence_output_shape": (2, 5, 8), "positions_shape": (2, 3)}),
       "PooledLogits": (layers.PooledLogits(3, 8), (x[:, 0],), {"input_shape": (2, 8)}),
-      "SpanLogits": (layers.SpanLogits(8), (x,), {"input_shape": (2, 5, 8)}),
-      "SquadV2Head": (layers.SquadV2Head(8, start_n_top=2, end_n_top=3), (x, p_mask),
+      "SpanLogits": (squad_heads.SpanLogits(8), (x,), {"input_shape": (2, 5, 8)}),
+      "SquadV2Head": (squad_heads.SquadV2Head(8, start_n_top=2, end_n_top=3), (x, p_mask),
                       {"sequence_output_shape": (2, 5, 8), "p_mask_shape": (2, 5)}),
   }
 
@@ -171,7 +172,7 @@ def test_layer_is_registered_serialisable_and_knows_its_output_shape(name):
 
 
 def test_squad_v2_head_symbolic_outputs_follow_training():
-  head = layers.SquadV2Head(8, start_n_top=2, end_n_top=3)
+  head = squad_heads.SquadV2Head(8, start_n_top=2, end_n_top=3)
   seq, p_mask = keras.Input((5, 8)), keras.Input((5,))
   inference = head(seq, p_mask)
   assert {k: (tuple(v.shape), v.dtype) for k, v in inference.items()} == {

@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf import errors, settings
-from albert_tf.config import AlbertConfig
+from albert_tf.core import errors, settings
+from albert_tf.core.config import AlbertConfig
 from albert_tf.training import memory
 from helpers import REPO_ROOT, run_binary
 

@@ -8,7 +8,7 @@ import pytest
 from seqeval import metrics as seqeval_metrics
 from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
 
-from albert_tf.labels import write_label_file
+from albert_tf.checkpoints.labels import write_label_file
 from albert_tf.tasks.ner import data, features, labels
 from albert_tf.tasks.ner.metrics import entity_metrics, get_entities
 from albert_tf.tokenization import FullTokenizer

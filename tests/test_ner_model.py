@@ -14,7 +14,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.checkpoints import hf, load_checkpoint, save_original_checkpoint
 from albert_tf.export.hf import export_hf_layout
-from albert_tf.labels import write_label_file
+from albert_tf.checkpoints.labels import write_label_file
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.tasks.ner.objective import TokenClassificationObjective
 

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.export.serving_ops import ops_missing_from
-from albert_tf.settings import TokenizerSettings
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.tasks.ner.data import read_conll
 from albert_tf.tasks.ner.export import (LABEL_LIST_FILE, NerServingModule, check_label_names,
                                         export_ner_saved_model, serving_copy)

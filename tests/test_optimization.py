@@ -11,7 +11,7 @@ import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.models import pretraining_losses
 from albert_tf.optimization import AdamWeightDecay, Lamb, create_optimizer, learning_rate_at
-from albert_tf.settings import TrainSettings
+from albert_tf.core.settings import TrainSettings
 from albert_tf.training.pretraining import PretrainingRunner
 from helpers import ORIGINAL_MODEL
 

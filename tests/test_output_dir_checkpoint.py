@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import albert_tf
-from albert_tf import errors, labels, settings
+from albert_tf.core import errors, settings
+from albert_tf.checkpoints import labels
 from albert_tf.checkpoints import companions, model_config, spm_model_file
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 

@@ -142,7 +142,7 @@ def test_resuming_another_tasks_checkpoint_is_refused(tmp_path):
   import albert_tf
   import tensorflow as tf
   from albert_tf.optimization import create_optimizer
-  from albert_tf.settings import TrainSettings
+  from albert_tf.core.settings import TrainSettings
   from albert_tf.training import runner as runners
   from albert_tf.training.pretraining import PretrainingObjective
   # pylint: enable=import-outside-toplevel

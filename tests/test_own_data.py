@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf import errors, settings
+from albert_tf.core import errors, settings
 from albert_tf.tasks.classifier import data as glue
 from albert_tf.tasks.classifier import features as classifier_features
 from albert_tf.tasks.classifier import own_data

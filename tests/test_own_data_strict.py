@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from albert_tf import errors, settings
+from albert_tf.core import errors, settings
 from albert_tf.tasks.classifier import own_data
 from albert_tf.tasks.classifier.settings import OwnDataSettings
 from helpers import run_binary

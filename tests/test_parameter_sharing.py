@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.checkpoints import hf
-from albert_tf.config import PARAMETER_SHARING
+from albert_tf.core.config import PARAMETER_SHARING
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
@@ -207,7 +207,7 @@ def test_sentence_order_loss_weight():
 @pytest.mark.slow
 @pytest.mark.parametrize("sharing", PARAMETER_SHARING)
 def test_variant_trains_saves_reloads_and_exports(sharing, tmp_path):
-  from albert_tf import settings
+  from albert_tf.core import settings
   from albert_tf.export.saved_model import ServingModule, export_saved_model
   from albert_tf.training.pretraining import PretrainingJob
   with open(os.path.join(ORIGINAL_MODEL, "albert_config.json")) as f:

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import dynamic_masking
-from albert_tf.io import expand_input_patterns
+from albert_tf.core.io import expand_input_patterns
 from albert_tf.data.pipeline import DynamicMasking, pretraining_dataset
 from helpers import ORIGINAL_MODEL, TESTDATA
 from tfrecord_utils import read_examples

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from albert_tf import hardware
+from albert_tf.core import hardware
 from helpers import REPO_ROOT
 
 README = os.path.join(REPO_ROOT, "README.md")

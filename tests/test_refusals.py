@@ -12,7 +12,7 @@ import sys
 import pytest
 from absl import flags
 
-from albert_tf import cli, errors
+from albert_tf.core import cli, errors
 from albert_tf.tokenization import FullTokenizer
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, run_binary
 

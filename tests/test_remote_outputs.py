@@ -9,7 +9,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from albert_tf import settings
+from albert_tf.core import settings
 from albert_tf.tasks.classifier.job import ClassifierJob
 from albert_tf.training.pretraining import PretrainingJob
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA

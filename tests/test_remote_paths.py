@@ -1,4 +1,4 @@
-"""Paths with a scheme (gs://, hdfs://) go through albert_tf.io to tf.io.gfile: every file the
+"""Paths with a scheme (gs://, hdfs://) go through albert_tf.core.io to tf.io.gfile: every file the
 binaries read or write, on TF's in-memory filesystem (ram://), in-process. What is read from
 ram:// equals what is read from the local copy, and what is written there equals, byte for byte,
 what is written locally."""
@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf import io, squad
+from albert_tf.core import io
 from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint, save_original_checkpoint
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.export.released import export_released_layout
@@ -26,6 +26,7 @@ from albert_tf.tasks.squad.postprocess import write_json
 from albert_tf.tokenization import FullTokenizer, load_vocab
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 from albert_tf.tokenization.vocab_check import spm_vocab_size, wordpiece_vocab_size
+from albert_tf.tasks.squad import data as squad_data
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
@@ -63,7 +64,7 @@ def ram():
 
 
 def _upload(local, remote):
-  """Copies a local file or tree to `remote` (with TF, independently of albert_tf.io)."""
+  """Copies a local file or tree to `remote` (with TF, independently of albert_tf.core.io)."""
   if os.path.isfile(local):
     tf.io.gfile.makedirs(os.path.dirname(remote))
     tf.io.gfile.copy(local, remote, overwrite=True)
@@ -188,12 +189,12 @@ def test_squad_examples_features_and_predictions_on_ram(ram, tmp_path, tokenizer
   for version in ("v1", "v2"):
     local = os.path.join(FINETUNING, "squad", version, "train.json")
     remote = _upload(local, f"{ram}/squad/{version}/train.json")
-    examples = squad.read_squad_examples(remote, is_training=True)
-    assert _fields(examples) == _fields(squad.read_squad_examples(local, is_training=True))
+    examples = squad_data.read_squad_examples(remote, is_training=True)
+    assert _fields(examples) == _fields(squad_data.read_squad_examples(local, is_training=True))
   paths = [str(tmp_path / "train.tf_record"), f"{ram}/features/train.tf_record"]
   for path in paths:
-    writer = squad.FeatureWriter(path, is_training=True)
-    squad.convert_examples_to_features(examples, tokenizer, 64, 32, 16, True,
+    writer = squad_data.FeatureWriter(path, is_training=True)
+    squad_data.convert_examples_to_features(examples, tokenizer, 64, 32, 16, True,
                                        writer.process_feature, True)
     writer.close()
   assert _read(paths[1]) == _read(paths[0]) and writer.num_features
@@ -202,7 +203,7 @@ def test_squad_examples_features_and_predictions_on_ram(ram, tmp_path, tokenizer
   write_json(f"{ram}/out/predictions.json", predictions)
   assert _read(f"{ram}/out/predictions.json") == (tmp_path / "predictions.json").read_bytes()
   with pytest.raises(FileNotFoundError, match="SQuAD file not found"):
-    squad.read_squad_examples(f"{ram}/squad/missing.json", is_training=False)
+    squad_data.read_squad_examples(f"{ram}/squad/missing.json", is_training=False)
 
 
 def test_race_examples_and_features_on_ram(ram, tmp_path, tokenizer):

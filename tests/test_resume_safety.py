@@ -13,8 +13,8 @@ import sys
 import pytest
 import tensorflow as tf
 
-from albert_tf import errors
-from albert_tf.config import AlbertConfig
+from albert_tf.core import errors
+from albert_tf.core.config import AlbertConfig
 from albert_tf.training import runner as runners
 from albert_tf.training.job import CONFIG_FILE, config_differences
 from albert_tf.training.lock import LOCK_NAME

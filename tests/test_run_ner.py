@@ -11,7 +11,7 @@ import pytest
 import safetensors.numpy
 from seqeval import metrics as seqeval_metrics
 
-from albert_tf.config import AlbertConfig
+from albert_tf.core.config import AlbertConfig
 from albert_tf.tasks.ner import data
 
 from helpers import TESTDATA, run_binary

@@ -17,7 +17,7 @@ import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.data.pipeline import pretraining_dataset
 from albert_tf.optimization import Lamb
-from albert_tf import settings
+from albert_tf.core import settings
 from albert_tf.training import pretraining
 from albert_tf.training import runner as runners
 from helpers import (ORIGINAL_MODEL, REPO_ROOT, assert_same_checkpoint_values, free_ports,
@@ -122,7 +122,7 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
 # right after model.ckpt-4 so that the test can kill it there.
 PAUSED_RUN = """
 import sys, time
-from albert_tf import settings
+from albert_tf.core import settings
 from albert_tf.training.pretraining import PretrainingJob
 output_dir, original = sys.argv[1:]
 job = PretrainingJob(settings.PretrainingSettings(

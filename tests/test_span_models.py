@@ -11,7 +11,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.tasks.squad.objective import squad_example_losses
-from albert_tf.layers.span_heads import SquadV2Head
+from albert_tf.tasks.squad.heads import SquadV2Head
 from helpers import ORIGINAL_MODEL, read_tf1_checkpoint
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")

@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf import squad
 from albert_tf.tasks.squad import data as squad_data
 from albert_tf.tokenization import FullTokenizer
+from albert_tf.tasks.squad import postprocess as squad_post
 from helpers import TESTDATA
 from tfrecord_utils import read_examples
 
@@ -26,16 +26,16 @@ def _settings(version):
 def _features(version, split, tmp_path):
   s = _settings(version)["settings"]
   is_training = split == "train"
-  examples = squad.read_squad_examples(os.path.join(SQUAD, version, f"{split}.json"),
+  examples = squad_data.read_squad_examples(os.path.join(SQUAD, version, f"{split}.json"),
                                        is_training)
   path = str(tmp_path / f"{version}_{split}.tf_record")
-  writer = squad.FeatureWriter(path, is_training)
+  writer = squad_data.FeatureWriter(path, is_training)
   features = []
 
   def output(feature):
     features.append(feature)
     writer.process_feature(feature)
-  squad.convert_examples_to_features(examples, FullTokenizer(spm_model_file=SPM),
+  squad_data.convert_examples_to_features(examples, FullTokenizer(spm_model_file=SPM),
                                      s["max_seq_length"], s["doc_stride"], s["max_query_length"],
                                      is_training, output, s["do_lower_case"])
   writer.close()
@@ -87,13 +87,13 @@ def _assert_nbest_equal(ours, theirs):
 def test_postprocess_v1(tmp_path):
   s = _settings("v1")
   examples, features, _ = _features("v1", "dev", tmp_path)
-  predictions, nbest = squad.postprocess_v1(examples, features, _results("v1"),
+  predictions, nbest = squad_post.postprocess_v1(examples, features, _results("v1"),
                                             s["settings"]["n_best_size"],
                                             s["settings"]["max_answer_length"])
   assert predictions == _expected("v1", "expected_predictions.json")
   _assert_nbest_equal(nbest, _expected("v1", "expected_nbest_predictions.json"))
   dataset = _expected("v1", "dev.json")["data"]
-  metrics = squad.evaluate_v1(dataset, predictions)
+  metrics = squad_post.evaluate_v1(dataset, predictions)
   assert metrics == pytest.approx(s["metrics"], abs=1e-9)
 
 
@@ -101,7 +101,7 @@ def test_postprocess_v2_with_threshold_search(tmp_path):
   s = _settings("v2")["settings"]
   examples, features, _ = _features("v2", "dev", tmp_path)
   dataset = _expected("v2", "dev.json")["data"]
-  predictions, nbest, null_odds, metrics = squad.postprocess_v2(
+  predictions, nbest, null_odds, metrics = squad_post.postprocess_v2(
       examples, features, _results("v2"), s["n_best_size"], s["max_answer_length"],
       s["start_n_top"], s["end_n_top"], dataset)
   assert predictions == _expected("v2", "expected_predictions.json")
@@ -113,7 +113,7 @@ def test_postprocess_v2_with_threshold_search(tmp_path):
 
 
 def test_evaluation_definitions():
-  assert squad.evaluate_v1([{"paragraphs": [{"qas": [
+  assert squad_post.evaluate_v1([{"paragraphs": [{"qas": [
       {"id": "a", "answers": [{"text": "The Cat sat"}, {"text": "a dog"}]},
       {"id": "b", "answers": [{"text": "red apple"}]}]}]}],
       {"a": "cat sat.", "b": "apple pie"}) == pytest.approx(
@@ -121,7 +121,7 @@ def test_evaluation_definitions():
   dataset = [{"paragraphs": [{"qas": [{"id": "x", "answers": []},
                                       {"id": "y", "answers": [{"text": "blue"}]}]}]}]
   # Null odds above na_prob_thresh (1.0) count as "no answer": right for x, wrong for y.
-  metrics = squad.evaluate_v2(dataset, {"x": "", "y": "blue"}, {"x": 2.0, "y": 1.5})
+  metrics = squad_post.evaluate_v2(dataset, {"x": "", "y": "blue"}, {"x": 2.0, "y": 1.5})
   assert (metrics["exact"], metrics["f1"], metrics["total"]) == (50.0, 50.0, 2)
   # The search finds the threshold that keeps y's answer: y's odds.
   assert metrics["best_f1"] == 100.0 and metrics["best_f1_thresh"] == 1.5
@@ -132,9 +132,9 @@ def test_training_requires_one_answer(tmp_path):
   path.write_text(json.dumps({"data": [{"paragraphs": [{"context": "a b", "qas": [
       {"id": "q", "question": "?", "answers": []}]}]}]}))
   with pytest.raises(ValueError, match="exactly 1 answer"):
-    squad.read_squad_examples(str(path), is_training=True)
+    squad_data.read_squad_examples(str(path), is_training=True)
   with pytest.raises(FileNotFoundError):
-    squad.read_squad_examples(str(tmp_path / "missing.json"), False)
+    squad_data.read_squad_examples(str(tmp_path / "missing.json"), False)
 
 
 def test_windows_and_max_context():
@@ -178,7 +178,7 @@ def _qa(qid, text, start, **extra):
 def test_malformed_questions_name_the_file_and_question(tmp_path, qas, is_training, message):
   path = _squad_file(tmp_path, qas)
   with pytest.raises(ValueError, match=message) as error:
-    squad.read_squad_examples(path, is_training)
+    squad_data.read_squad_examples(path, is_training)
   assert str(error.value).startswith(f"SQuAD file {path}")
 
 
@@ -195,7 +195,7 @@ def test_malformed_files_name_the_file(tmp_path, text, message):
   path.write_text(text)
   for is_training in (True, False):
     with pytest.raises(ValueError, match=f"SQuAD file {path}.*{message}"):
-      squad.read_squad_examples(str(path), is_training)
+      squad_data.read_squad_examples(str(path), is_training)
 
 
 def test_training_skips_answers_not_in_their_context(tmp_path, caplog):
@@ -206,7 +206,7 @@ def test_training_skips_answers_not_in_their_context(tmp_path, caplog):
       _qa("elsewhere", "the cat", 15), _qa("absent", "dog", 4),
       {"id": "none", "question": "Who?", "answers": [], "is_impossible": True}])
   with caplog.at_level(logging.INFO, logger="albert_tf"):
-    examples = squad.read_squad_examples(path, is_training=True)
+    examples = squad_data.read_squad_examples(path, is_training=True)
   messages = [record.getMessage() for record in caplog.records]
   assert [(e.qas_id, e.orig_answer_text, e.start_position) for e in examples] == [
       ("found", "the mat", 15), ("spaced", "cat  sat", 4), ("in_a_word", "at", 5),
@@ -217,13 +217,13 @@ def test_training_skips_answers_not_in_their_context(tmp_path, caplog):
   assert messages[2] == (f"skipped 2 of 6 training questions of {path}: their answer text is "
                          "not at answer_start in the context")
   # Prediction does not look at the answers.
-  assert len(squad.read_squad_examples(path, is_training=False)) == 6
+  assert len(squad_data.read_squad_examples(path, is_training=False)) == 6
 
 
 def test_no_answer_found_at_all_is_an_error(tmp_path):
   path = _squad_file(tmp_path, [_qa("absent", "dog", 4)])
   with pytest.raises(ValueError, match=r"no usable questions \(all 1 answers were not found"):
-    squad.read_squad_examples(path, is_training=True)
+    squad_data.read_squad_examples(path, is_training=True)
 
 
 def _predict_features(tmp_path, contexts):
@@ -232,9 +232,9 @@ def _predict_features(tmp_path, contexts):
   path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [
       {"context": c, "qas": [{"id": f"q{i}", "question": "Who sat?", "answers": []}]}
       for i, c in enumerate(contexts)]}]}))
-  examples = squad.read_squad_examples(str(path), is_training=False)
+  examples = squad_data.read_squad_examples(str(path), is_training=False)
   features = []
-  squad.convert_examples_to_features(examples, FullTokenizer(spm_model_file=SPM), 32, 8, 8,
+  squad_data.convert_examples_to_features(examples, FullTokenizer(spm_model_file=SPM), 32, 8, 8,
                                      False, features.append, True)
   return examples, features
 
@@ -251,11 +251,11 @@ def test_contexts_without_windows_are_answered_empty_not_empty(tmp_path):
   on = feature.tokens.index("▁on")
   logits = lambda k: [5.0 if i == k else 0.0 for i in range(32)]
   results = {feature.unique_id: {"start_log_prob": logits(on), "end_log_prob": logits(on + 1)}}
-  predictions, nbest = squad.postprocess_v1(examples, features, results, 20, 30)
+  predictions, nbest = squad_post.postprocess_v1(examples, features, results, 20, 30)
   assert predictions == {"q0": "", "q1": "", "q2": "on the"}
   assert nbest["q0"] == nbest["q1"] == NO_SPAN
   assert nbest["q2"][0]["text"] == "on the" and nbest["q2"][0]["start_log_prob"] == 5.0
-  predictions, nbest, null_odds, _ = squad.postprocess_v2(examples[:2], [], {}, 20, 30, 5, 5)
+  predictions, nbest, null_odds, _ = squad_post.postprocess_v2(examples[:2], [], {}, 20, 30, 5, 5)
   assert predictions == {"q0": "", "q1": ""} and nbest == {"q0": NO_SPAN, "q1": NO_SPAN}
   assert null_odds == {"q0": 1000000, "q1": 1000000}
 
@@ -268,5 +268,5 @@ def test_a_window_without_a_valid_span_is_answered_empty(tmp_path):
   last = len(feature.tokens) - 1
   logits = [5.0 if i == last else 0.0 for i in range(32)]
   results = {feature.unique_id: {"start_log_prob": logits, "end_log_prob": logits}}
-  predictions, nbest = squad.postprocess_v1(examples, features, results, 1, 30)
+  predictions, nbest = squad_post.postprocess_v1(examples, features, results, 1, 30)
   assert predictions == {"q0": ""} and nbest == {"q0": NO_SPAN}

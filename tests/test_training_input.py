@@ -8,7 +8,7 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from albert_tf import settings
+from albert_tf.core import settings
 from albert_tf.data.pipeline import pretraining_dataset
 from albert_tf.finetuning.inputs import classifier_features, feature_dataset
 from albert_tf.training import runner as runners

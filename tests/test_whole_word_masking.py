@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from albert_tf import create_pretraining_data as binary
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_data import GenerationSettings, check_settings, generate
 from albert_tf.tokenization import FullTokenizer

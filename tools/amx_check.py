@@ -7,7 +7,7 @@ tools/cpu_check.py.
 
 import cpu_check  # tools/cpu_check.py
 
-from albert_tf import cli
+from albert_tf.core import cli
 
 if __name__ == "__main__":
   cpu_check.define_flags()

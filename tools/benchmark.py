@@ -17,7 +17,7 @@ reports, at the precision --mixed_precision computes in; else, on a CPU, the GEM
 under mixed_bfloat16 or float16 under mixed_float16, "GEMM probe: 1024^3 float32 matmul,
 measured"): mfu there is against what TensorFlow's matmul reaches on this CPU, not a datasheet
 figure. With no peak (--nogemm_probe on a CPU, a device missing from PEAKS) mfu is null and
-mfu_note says why. On a CPU, `cpu` names it and its matrix units (albert_tf.hardware.describe():
+mfu_note says why. On a CPU, `cpu` names it and its matrix units (albert_tf.core.hardware.describe():
 "AMD EPYC (2 threads): avx2; no AMX, no bf16 units, no VNNI").
 
 `--mode=train` times what run_pretraining runs: the pretraining Runner's train_steps (one
@@ -133,9 +133,9 @@ TRAIN_FLOPS_PER_FORWARD_FLOP = 3
 def define_flags():
   """The command line's flags (only when run as a program: importing this module defines none,
   so tools/device_check.py and tests can use its functions beside their own flags)."""
-  from albert_tf.settings import PRECISION_POLICIES  # no TensorFlow behind it
+  from albert_tf.core.settings import PRECISION_POLICIES  # no TensorFlow behind it
   flags.DEFINE_string("config", "base", "Preset name or path to an albert_config.json.")
-  from albert_tf.config import PARAMETER_SHARING  # no TensorFlow behind it either
+  from albert_tf.core.config import PARAMETER_SHARING  # no TensorFlow behind it either
   flags.DEFINE_enum("parameter_sharing", None, list(PARAMETER_SHARING),
                     "The paper's cross-layer sharing variant to time (default: the config's). "
                     "The variants have the same FLOPs; not-shared has ~8x the parameters of "
@@ -197,7 +197,7 @@ def define_flags():
                        "Train: updates per compiled call, as run_pretraining's flag.",
                        lower_bound=1)
   flags.DEFINE_enum("optimizer", "lamb", ["lamb", "adamw"], "Optimizer of the training step.")
-  from albert_tf.settings import TrainSettings  # the binaries' defaults, no TensorFlow either
+  from albert_tf.core.settings import TrainSettings  # the binaries' defaults, no TensorFlow either
   flags.DEFINE_bool("jit_compile", TrainSettings.jit_compile,
                     "Compile the step with XLA (default: the binaries' --jit_compile default).")
   flags.DEFINE_bool("jit_compile_fast_path", TrainSettings.jit_compile_fast_path,
@@ -437,13 +437,13 @@ def utilization(flops, seconds, mixed_precision, peak_tflops=None, device_name=N
 
   Returns:
     {accelerator, achieved_tflops, peak_tflops, peak_source, mfu, mfu_note}, and on a CPU
-    `cpu` (albert_tf.hardware.describe(): its name and matrix units): peak_tflops, peak_source
+    `cpu` (albert_tf.core.hardware.describe(): its name and matrix units): peak_tflops, peak_source
     and mfu are None where no peak is known, and mfu_note then says why.
   """
   achieved = flops / seconds / 1e12
   fields = {"accelerator": device_name or "CPU", "achieved_tflops": _significant(achieved)}
   if device_name is None:
-    from albert_tf import hardware  # no TensorFlow behind it
+    from albert_tf.core import hardware  # no TensorFlow behind it
     fields["cpu"] = hardware.describe()
   note = None
   if peak_tflops:
@@ -664,7 +664,7 @@ def benchmark_train(strategy, model, config, batch, *, optimizer="lamb", iterati
     profile_top_ops with a profile_dir, ...
   """
   import tensorflow as tf
-  from albert_tf.settings import TrainSettings
+  from albert_tf.core.settings import TrainSettings
   b, t = batch["input_ids"].shape
   settings = TrainSettings(optimizer=optimizer, learning_rate=1e-4, num_train_steps=1000,
                            num_warmup_steps=10, train_batch_size=b,
@@ -1035,7 +1035,7 @@ def main(_):
       check_serving_tokens(config, token_counts)
     except ValueError as e:
       raise app.UsageError(str(e)) from None
-  from albert_tf.startup import quiet_tensorflow_startup
+  from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()  # before TensorFlow's first import
   if modes & {"forward", "train", "all"}:
     strategy, model = build_pretrainer(config, FLAGS.mixed_precision)

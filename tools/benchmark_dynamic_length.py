@@ -30,7 +30,7 @@ from albert_tf.finetuning.inputs import (classifier_features, feature_dataset,  
 from albert_tf.finetuning.objectives import ClassificationObjective  # noqa: E402
 from albert_tf.optimization import create_optimizer  # noqa: E402
 from albert_tf.tokenization import FullTokenizer  # noqa: E402
-from albert_tf.settings import TrainSettings  # noqa: E402
+from albert_tf.core.settings import TrainSettings  # noqa: E402
 from albert_tf.training.runner import Runner  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

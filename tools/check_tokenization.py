@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags  # noqa: E402  pylint: disable=wrong-import-position
 
-from albert_tf import io  # noqa: E402  pylint: disable=wrong-import-position
+from albert_tf.core import io  # noqa: E402  pylint: disable=wrong-import-position
 from albert_tf.data.corpus import corpus_lines  # noqa: E402  pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
@@ -182,7 +182,7 @@ class Checker:
   def _load_graph(self):  # pylint: disable=import-outside-toplevel
     """TensorFlow on the first batch only: mistakes in the flags or the files' first lines are
     reported without its start-up (seconds)."""
-    from albert_tf.startup import quiet_tensorflow_startup
+    from albert_tf.core.startup import quiet_tensorflow_startup
     quiet_tensorflow_startup()
     import tensorflow as tf
     from albert_tf.tokenization.in_graph import InGraphTokenizer

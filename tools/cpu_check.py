@@ -18,7 +18,7 @@ tools/benchmark.py's defaults and --optimizer=adamw, as the peers' steps); the S
 tokens signature at --serving_tokens (128), batch 1 and --serving_batch (8), and at
 --short_tokens (8), batch 1; the int8 exports at --serving_tokens, batch 1, --serving_threads
 threads (default: every CPU thread, as the SavedModel's TensorFlow). Which bars apply is decided
-from albert_tf.hardware (the CPU's flags):
+from albert_tf.core.hardware (the CPU's flags):
 
   float32_{forward,train}_vs_{hf_torch,keras_hub}  ours / the peer's seconds per step <= 0.9
                                     (<= 0.9x each peer is <= 0.9x the faster one)
@@ -55,7 +55,7 @@ Keras policy.
 
 Prints one JSON line per bar (comparison, ours, theirs, unit, ratio, ratio_of, bar, passed,
 ours_is, theirs_is, and skipped / error / details), one per fidelity measurement, then a summary
-(the CPU: albert_tf.hardware.describe(), its units, the shape, the peers, failed and skipped
+(the CPU: albert_tf.core.hardware.describe(), its units, the shape, the peers, failed and skipped
 bars, the fidelity lines below the goal). Exit status 0 when every bar that applies passes, 1
 when one fails (2 for a usage error, as the binaries).
 """
@@ -71,8 +71,8 @@ from absl import flags
 import benchmark  # tools/benchmark.py: importable without defining its flags
 import hf_torch_bench  # tools/hf_torch_bench.py: the peers' command line and output
 
-from albert_tf import cli, errors, hardware
-from albert_tf import io as albert_io
+from albert_tf.core import cli, errors, hardware
+from albert_tf.core import io as albert_io
 
 FLAGS = flags.FLAGS
 

@@ -120,7 +120,7 @@ def mirrored_fixture_updates(memory_limit_mb):
   physical = carve_two_devices(memory_limit_mb)
   tf.config.experimental.enable_tensor_float_32_execution(False)
   import albert_tf
-  from albert_tf import settings
+  from albert_tf.core import settings
   from albert_tf.checkpoints.layout import original_variable_map
   from albert_tf.data.pipeline import pretraining_dataset
   from albert_tf.models import pretraining_losses
@@ -192,7 +192,7 @@ def training_throughput(tiny, peak_tflops, warmup_steps, steps, iterations_per_l
 
 def run_part(part):
   """This process runs one part (the child side of run_parts)."""
-  from albert_tf.startup import quiet_tensorflow_startup
+  from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()
   if part == "mirrored":
     result = mirrored_fixture_updates(FLAGS.logical_device_memory_mb)

@@ -47,7 +47,7 @@ import sys
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Our released configs (albert_tf/config.py's presets), read as files.
+# Our released configs (albert_tf/core/config.py's presets), read as files.
 PRESET_DIR = os.path.join(REPO_ROOT, "albert_tf", "configs")
 PRECISIONS = ("float32", "mixed_bfloat16")
 MODES = ("forward", "train")

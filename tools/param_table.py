@@ -22,7 +22,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
-from albert_tf.config import PARAMETER_SHARING, AlbertConfig  # noqa: E402  no TensorFlow
+from albert_tf.core.config import PARAMETER_SHARING, AlbertConfig  # noqa: E402  no TensorFlow
 
 FLAGS = flags.FLAGS
 

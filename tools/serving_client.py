@@ -202,7 +202,7 @@ def _predict(inputs):
 def main(argv):
   del argv
   # The repository root is on sys.path (see __main__). gRPC requests import TensorFlow.
-  from albert_tf.startup import quiet_tensorflow_startup  # pylint: disable=import-outside-toplevel
+  from albert_tf.core.startup import quiet_tensorflow_startup  # pylint: disable=import-outside-toplevel
   quiet_tensorflow_startup()
   try:
     outputs = _predict(_inputs_from_flags())

@@ -2,14 +2,14 @@
 it, `.../model.ckpt-best`) a checkpoint to point --init_checkpoint at without naming its config
 or tokenizer again: albert_config.json (every training run writes it: training.job's
 keep_config; the released models' directories hold it too), classifier_labels.json
-(run_classifier; read by albert_tf.labels) and the tokenizer, copied in by keep_tokenizer under a
+(run_classifier; read by albert_tf.checkpoints.labels) and the tokenizer, copied in by keep_tokenizer under a
 fixed name.
 """
 
 import os
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 
 # The name every run keeps its config under (training.job.CONFIG_FILE), as the released models.
 CONFIG_NAME = "albert_config.json"
@@ -51,7 +51,7 @@ def check_config_beside(config, config_file, init_checkpoint):
     errors.ConfigError: naming both files and each field with both values.
   """
   # pylint: disable-next=import-outside-toplevel
-  from albert_tf.config import ARCHITECTURE_FIELDS, LAYER_LAYOUT_FIELDS, AlbertConfig
+  from albert_tf.core.config import ARCHITECTURE_FIELDS, LAYER_LAYOUT_FIELDS, AlbertConfig
   kept = beside(init_checkpoint, CONFIG_NAME)
   if kept is None:
     return

@@ -19,8 +19,8 @@ from typing import Optional
 import keras
 import numpy as np
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 from albert_tf.checkpoints import companions, layout, original
 
 WEIGHTS_NAME = "model.safetensors"
@@ -421,7 +421,7 @@ def model_config(albert_config_file, init_checkpoint):
       disagree on a field they share (see check_configs_agree), or with the albert_config.json
       beside the checkpoint on its architecture (companions.check_config_beside).
   """
-  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   hf_config = companion_file(init_checkpoint, CONFIG_NAME)
   if albert_config_file:
     config = AlbertConfig.from_json_file(albert_config_file)
@@ -451,7 +451,7 @@ def check_configs_agree(config, config_file, hf_config_file):
     ValueError: naming both files, the field and both values.
   """
   # pylint: disable=import-outside-toplevel,protected-access
-  from albert_tf import config as configs
+  from albert_tf.core import config as configs
   fields, activations, eps = configs._DEFAULTS, configs._HF_ACTIVATIONS, configs._LAYER_NORM_EPS
   # pylint: enable=import-outside-toplevel,protected-access
   values = configs.read_hf_config_json(hf_config_file)

@@ -25,8 +25,8 @@ import re
 
 import numpy as np
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.weights.h5"
@@ -216,7 +216,7 @@ def albert_config(path):
     errors.CheckpointError: not an ALBERT preset.
     errors.ConfigError: a config.json lacking one of AlbertBackbone's fields (names it).
   """
-  from albert_tf.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   values = _albert_values(path)
   ours = {"vocab_size": "vocabulary_size", "embedding_size": "embedding_dim",
           "hidden_size": "hidden_dim", "num_hidden_layers": "num_layers",
@@ -433,7 +433,7 @@ def model_config(albert_config_file, init_checkpoint):
   if not albert_config_file:
     return config, preset_file
   # pylint: disable-next=import-outside-toplevel
-  from albert_tf.config import ARCHITECTURE_FIELDS, AlbertConfig
+  from albert_tf.core.config import ARCHITECTURE_FIELDS, AlbertConfig
   given = AlbertConfig.from_json_file(albert_config_file)
   # Dropout is left out: keras-hub has one for both, and fine-tuning may choose its own.
   for field in ARCHITECTURE_FIELDS:

@@ -11,8 +11,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 from albert_tf.checkpoints import layout
 
 logger = logging.getLogger("albert_tf")

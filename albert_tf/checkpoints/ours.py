@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.checkpoints import hf, keras_hub, layout, original
 
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"

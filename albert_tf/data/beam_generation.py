@@ -34,7 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import Metrics, MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from albert_tf import io as files
+from albert_tf.core import io as files
 from albert_tf.data import beam_runner
 from albert_tf.data.pretraining_data import (FileAccess, check_one_output_per_input,
                                              generate_file)

@@ -13,7 +13,7 @@ Imports apache_beam only in its functions: quiet_beam() wraps the import too.
 
 import re
 
-from albert_tf import startup
+from albert_tf.core import startup
 
 _DIRECT_RUNNER_NAMES = (None, "DirectRunner", "direct", "directrunner")
 

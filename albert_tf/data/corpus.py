@@ -9,8 +9,8 @@ token), and a document is a small view over them, so a shard of hundreds of MB f
 import codecs
 from array import array
 
-from albert_tf import errors
-from albert_tf import io as files
+from albert_tf.core import errors
+from albert_tf.core import io as files
 from albert_tf.data.instances import Sentence
 from albert_tf.data.masking import is_start_piece_sp, is_start_piece_wordpiece
 from albert_tf.tokenization.chinese_words import word_start_flags

@@ -16,7 +16,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import io
+from albert_tf.core import io
 
 logger = logging.getLogger("albert_tf")
 

@@ -3,7 +3,7 @@ it (a mismatch there fails deep in the pipeline with "Some int64_list slice was 
 
 import tensorflow as tf
 
-from albert_tf import errors
+from albert_tf.core import errors
 
 
 def first_record_lengths(path):

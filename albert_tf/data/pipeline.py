@@ -4,10 +4,10 @@ import dataclasses
 
 import tensorflow as tf
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.data import dynamic_masking, epochs
 from albert_tf.data.feature_check import check_first_record
-from albert_tf.io import expand_input_patterns
+from albert_tf.core.io import expand_input_patterns
 
 
 @dataclasses.dataclass

@@ -11,8 +11,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from albert_tf import errors
-from albert_tf import io as files
+from albert_tf.core import errors
+from albert_tf.core import io as files
 from albert_tf.data import tfrecords
 from albert_tf.data.corpus import CorpusReader, TokenizedCorpus
 from albert_tf.data.instances import (InstanceOptions, SpecialIds, instances_by_document,

@@ -9,7 +9,7 @@ import struct
 
 import google_crc32c
 
-from albert_tf.io import AtomicFile
+from albert_tf.core.io import AtomicFile
 
 
 def _varint(value):

@@ -8,7 +8,7 @@ input_mask's ones): static quantization fixes each activation's int8 range from 
 the padding a fixed-length file carries is not what a served request of its own length computes.
 """
 
-from albert_tf import errors
+from albert_tf.core import errors
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 DEFAULT_EXAMPLES = 128

@@ -6,7 +6,9 @@ import json
 import os
 import re
 
-from albert_tf import errors, io, labels, registry
+from albert_tf.core import errors, io
+from albert_tf.checkpoints import labels
+from albert_tf import registry
 from albert_tf.checkpoints import hf, keras_hub, layout, load_checkpoint, original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.models import AlbertModel, AlbertPretrainer

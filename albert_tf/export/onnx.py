@@ -37,7 +37,7 @@ import logging
 import os
 import tempfile
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.export.portable import input_signature, serving_function
 from albert_tf.export.staging import check_output_file, write_file_atomically
 

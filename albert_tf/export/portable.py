@@ -18,10 +18,10 @@ import tensorflow as tf
 from tensorflow.python.framework.convert_to_constants import (  # pylint: disable=no-name-in-module
     convert_variables_to_constants_v2)
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.export.hf import model_for_checkpoint
-from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertSpanLabeler
+from albert_tf.models import AlbertPretrainer
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 # --head of the portable exports: the heads serving_outputs has outputs for (auto: the
@@ -77,10 +77,11 @@ def serving_outputs(model, features):
   """The exported outputs (see the module docstring) of `model` on features [B, T]."""
   out = model(features, training=False)
   result = {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
-  if isinstance(model, AlbertClassifier):
+  # Told by what the model has, not by its class: the task models live above export/.
+  if hasattr(model, "probabilities"):
     # As ClassifierServingModule's: a softmax, a regression's score, or (multi-label) sigmoids.
     result["probabilities"] = model.probabilities(out["logits"])
-  elif isinstance(model, AlbertSpanLabeler):
+  elif "start_logits" in out:
     result["start_logits"], result["end_logits"] = out["start_logits"], out["end_logits"]
   elif "logits" in out and out["logits"].shape.rank == 3:
     result["logits"] = out["logits"]  # a token classifier's [B, T, L]

@@ -3,7 +3,7 @@ import: the binaries quiet its start-up first."""
 
 from absl import app, flags
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.export import staging
 
 FLAGS = flags.FLAGS

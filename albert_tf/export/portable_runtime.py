@@ -8,7 +8,7 @@ Features are {input_ids, input_mask, segment_ids: int32 [B, T]}; outputs {name: 
 
 import numpy as np
 
-from albert_tf import errors
+from albert_tf.core import errors
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 

@@ -3,7 +3,7 @@ model.ckpt-best.* in the original variable layout (no optimizer state), the Sent
 
 import os
 
-from albert_tf import io
+from albert_tf.core import io
 from albert_tf.checkpoints import (checkpoint_global_step, load_checkpoint,
                                    save_original_checkpoint)
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically

@@ -33,8 +33,8 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 from albert_tf.export.serving_inputs import check_texts, check_token_inputs
 from albert_tf.data.trimming import trim_batch
 from albert_tf.export.staging import write_directory_atomically

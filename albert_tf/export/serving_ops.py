@@ -10,7 +10,7 @@ import os
 
 from tensorflow.core.protobuf import saved_model_pb2
 
-from albert_tf import io
+from albert_tf.core import io
 
 
 def saved_model_ops(export_path):

@@ -19,9 +19,9 @@ import socket
 
 from absl import flags
 
-from albert_tf import errors
-from albert_tf import io
-from albert_tf.io import process_running
+from albert_tf.core import errors
+from albert_tf.core import io
+from albert_tf.core.io import process_running
 
 logger = logging.getLogger("albert_tf")
 

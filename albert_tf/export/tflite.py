@@ -21,7 +21,7 @@ import os
 import tensorflow as tf
 from tensorflow.lite.tools import flatbuffer_utils  # pylint: disable=no-name-in-module
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.export.portable import frozen_serving_function
 from albert_tf.export.staging import check_output_file, write_file_atomically
 

@@ -9,8 +9,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import io
-from albert_tf.io import write_text_atomically
+from albert_tf.core import io
+from albert_tf.core.io import write_text_atomically
 
 
 class Predictor:

@@ -25,7 +25,7 @@ import json
 import logging
 import os
 
-from albert_tf import errors, io
+from albert_tf.core import errors, io
 
 logger = logging.getLogger("albert_tf")
 

@@ -12,7 +12,7 @@ import time
 import keras
 import tensorflow as tf
 
-from albert_tf import io
+from albert_tf.core import io
 from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
 from albert_tf.checkpoints import save_original_checkpoint, spm_model_file
 from albert_tf.checkpoints.companions import keep_tokenizer, wordpiece_vocab_file

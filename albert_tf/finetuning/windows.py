@@ -2,7 +2,7 @@
 the original's max-context rule that picks, for each position, the one window whose prediction
 counts. Plain Python."""
 
-from albert_tf import errors
+from albert_tf.core import errors
 
 
 def check_sizes(**sizes):

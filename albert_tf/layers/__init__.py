@@ -9,5 +9,4 @@ from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.common import Dense, attention_mask_adder, layer_norm_variables
 from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.heads import MaskedLMHead, PooledLogits, Pooler
-from albert_tf.layers.span_heads import SpanLogits, SquadV2Head
 from albert_tf.layers.transformer import AttentionFFNBlock, SharedTransformer, group_index

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from albert_tf import errors
+from albert_tf.core import errors
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.common import Dense, layer_norm, layer_norm_variables
 

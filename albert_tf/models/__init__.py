@@ -7,11 +7,8 @@ TensorFlow); `import albert_tf.models`, or any use of `albert_tf.AlbertModel` an
 names, does.
 """
 
-from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.encoder import AlbertModel
 from albert_tf.models.losses import (classification_losses, masked_lm_loss, pretraining_losses,
                                      sentence_order_loss)
-from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.models.span_labeler import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.models.task import AlbertTask

@@ -4,7 +4,7 @@ serialised as that config, and its variables named in the original layout."""
 import keras
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
+from albert_tf.core.config import AlbertConfig
 
 
 class ConfiguredModel(keras.Model):

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
+from albert_tf.core.config import AlbertConfig
 from albert_tf.layers import AlbertEmbeddings, Dense, Pooler, SharedTransformer
 from albert_tf.layers import attention_mask_adder
 from albert_tf.models.base import ConfiguredModel, sequence_input_shapes

@@ -5,7 +5,7 @@ Hugging Face seam (what transformers calls the model, what its export writes).""
 import dataclasses
 from typing import Optional
 
-from albert_tf.config import AlbertConfig
+from albert_tf.core.config import AlbertConfig
 from albert_tf.models.base import ConfiguredModel
 from albert_tf.models.encoder import AlbertModel
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import keras
 import tensorflow as tf
 
-from albert_tf import errors
+from albert_tf.core import errors
 
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 

@@ -18,7 +18,7 @@ import functools
 import logging
 import os
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.tokenization.text import is_cjk
 
 JIEBA = "jieba"

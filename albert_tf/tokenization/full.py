@@ -4,8 +4,8 @@ import os
 
 import sentencepiece as spm
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 from albert_tf.tokenization.text import preprocess_text
 from albert_tf.tokenization.wordpiece import BasicTokenizer, WordpieceTokenizer, load_vocab
 
@@ -55,7 +55,7 @@ def sentencepiece_from_proto(proto, spm_model_file):
 
 
 def load_sentencepiece(spm_model_file):
-  """A SentencePieceProcessor of the model file, read through albert_tf.io (SentencePiece opens
+  """A SentencePieceProcessor of the model file, read through albert_tf.core.io (SentencePiece opens
   only local files: gs:// and other schemes go through TensorFlow's file systems).
 
   Raises:

@@ -19,7 +19,7 @@ import unicodedata
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf import io
+from albert_tf.core import io
 from albert_tf.tokenization.full import sentencepiece_from_proto
 
 # The characters Python's str.split() treats as whitespace.

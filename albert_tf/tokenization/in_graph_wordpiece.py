@@ -43,7 +43,7 @@ Where TF ops can only approximate the original's Python (3.11, Unicode 14.0):
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.tokenization.in_graph import PY_WHITESPACE, PackingTokenizer
 from albert_tf.tokenization.text import CJK_RANGES
 from albert_tf.tokenization.wordpiece import load_vocab

@@ -5,8 +5,8 @@ train time (`indices[...] = 1200 is not in [0, 1000)`), on a GPU it silently rea
 tokenizer with fewer pieces than vocab_size is fine: released models pad their tables.
 """
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 
 
 def spm_vocab_size(spm_model_file):

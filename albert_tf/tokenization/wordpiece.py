@@ -2,7 +2,7 @@
 
 import unicodedata
 
-from albert_tf import io
+from albert_tf.core import io
 from albert_tf.tokenization.text import (convert_to_unicode, is_cjk, is_control, is_punctuation,
                                          is_whitespace)
 

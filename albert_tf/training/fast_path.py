@@ -27,7 +27,7 @@ Imports no TensorFlow: the binaries, tools/benchmark.py and the tests ask it wit
 import collections
 import logging
 
-from albert_tf import hardware
+from albert_tf.core import hardware
 from albert_tf.training.memory import device_types, local_devices
 
 logger = logging.getLogger("albert_tf")

@@ -14,9 +14,9 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import errors, io
+from albert_tf.core import errors, io
 from albert_tf.checkpoints import companions, keras_hub
-from albert_tf.config import AlbertConfig
+from albert_tf.core.config import AlbertConfig
 from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
 from albert_tf.training import memory, precision, preemption

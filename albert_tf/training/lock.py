@@ -15,8 +15,8 @@ import socket
 import sys
 import time
 
-from albert_tf import errors, io
-from albert_tf.io import process_running
+from albert_tf.core import errors, io
+from albert_tf.core.io import process_running
 
 logger = logging.getLogger("albert_tf")
 

@@ -82,8 +82,8 @@ import logging
 import os
 from typing import Optional
 
-from albert_tf import errors
-from albert_tf import settings as settings_lib
+from albert_tf.core import errors
+from albert_tf.core import settings as settings_lib
 
 logger = logging.getLogger("albert_tf")
 

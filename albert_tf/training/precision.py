@@ -5,8 +5,8 @@ import contextlib
 import keras
 import tensorflow as tf
 
-from albert_tf import errors
-from albert_tf.settings import PRECISION_POLICIES, SERVING_POLICIES
+from albert_tf.core import errors
+from albert_tf.core.settings import PRECISION_POLICIES, SERVING_POLICIES
 
 
 def set_policy(name):

@@ -17,7 +17,7 @@ import os
 import tensorflow as tf
 
 from albert_tf.data.pipeline import DynamicMasking, check_record_lengths, pretraining_dataset
-from albert_tf.io import expand_input_patterns, write_text_atomically
+from albert_tf.core.io import expand_input_patterns, write_text_atomically
 from albert_tf.models import AlbertPretrainer
 from albert_tf.models.losses import masked_lm_loss, sentence_order_loss
 from albert_tf.tokenization import FullTokenizer

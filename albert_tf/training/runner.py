@@ -18,7 +18,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from albert_tf import errors, io
+from albert_tf.core import errors, io
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.checkpoints.layout import model_parts, original_variable_map
 # A listing of files, no fine-tuning code: finetuning/evaluation.py imports nothing of albert_tf's

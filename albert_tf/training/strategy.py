@@ -5,8 +5,8 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import errors
-from albert_tf.settings import STRATEGIES
+from albert_tf.core import errors
+from albert_tf.core.settings import STRATEGIES
 
 
 def resolve_strategy_name(name, use_tpu=False):

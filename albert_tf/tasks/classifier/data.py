@@ -11,8 +11,8 @@ import dataclasses
 import os
 from typing import Optional
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 from albert_tf.tokenization.text import convert_to_unicode, preprocess_text
 
 

@@ -9,7 +9,7 @@ int64 [num_labels], 1 for each of the example's labels); is_real_example int64 [
 import dataclasses
 import logging
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, float_feature
 from albert_tf.data.tfrecords import int64_feature
 from albert_tf.tasks.classifier.data import PaddingInputExample

@@ -4,7 +4,7 @@ run_race): processor, cached features, evaluation, prediction files, export."""
 import logging
 import os
 
-from albert_tf.io import write_text_atomically
+from albert_tf.core.io import write_text_atomically
 from albert_tf.tasks.classifier import data as glue
 from albert_tf.tasks.classifier.features import file_based_convert_examples_to_features
 from albert_tf.finetuning import feature_cache
@@ -12,9 +12,10 @@ from albert_tf.finetuning.evaluation import batch_means
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, classifier_features, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob
 from albert_tf.training.job import UsageError
-from albert_tf.finetuning.metrics import classifier_eval_metrics, key_metric
+from albert_tf.tasks.classifier.metrics import classifier_eval_metrics, key_metric
 from albert_tf.finetuning.objectives import ClassificationObjective
-from albert_tf.models import AlbertClassifier, classification_losses
+from albert_tf.tasks.classifier.model import AlbertClassifier
+from albert_tf.models import classification_losses
 
 logger = logging.getLogger("albert_tf")
 

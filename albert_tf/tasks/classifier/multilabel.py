@@ -9,9 +9,9 @@ AlbertForSequenceClassification with problem_type `multi_label_classification`.
 import keras
 import tensorflow as tf
 
-from albert_tf import labels
+from albert_tf.checkpoints import labels
 from albert_tf.finetuning.objectives import MeanExampleLoss
-from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.tasks.classifier.model import AlbertClassifier
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")

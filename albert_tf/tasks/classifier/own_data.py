@@ -26,7 +26,8 @@ import os
 import sys
 from typing import Optional
 
-from albert_tf import errors, io, labels
+from albert_tf.core import errors, io
+from albert_tf.checkpoints import labels
 from albert_tf.tasks.classifier.data import InputExample, TextProcessor
 
 FORMATS = ("csv", "tsv", "jsonl")

@@ -9,12 +9,12 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import labels
-from albert_tf.errors import UsageError
+from albert_tf.checkpoints import labels
+from albert_tf.core.errors import UsageError
 from albert_tf.finetuning.evaluation import batch_means
 from albert_tf.finetuning.inputs import classifier_features
-from albert_tf.finetuning.metrics import key_metric, multi_label_eval_metrics
-from albert_tf.models import AlbertClassifier
+from albert_tf.tasks.classifier.metrics import key_metric, multi_label_eval_metrics
+from albert_tf.tasks.classifier.model import AlbertClassifier
 from albert_tf.tasks.classifier import own_data
 from albert_tf.tasks.classifier.features import file_based_convert_examples_to_features
 from albert_tf.tasks.classifier.job import ClassifierJob

@@ -4,8 +4,8 @@ from them)."""
 import dataclasses
 from typing import Optional
 
-from albert_tf import errors
-from albert_tf.settings import ClassifierSettings
+from albert_tf.core import errors
+from albert_tf.core.settings import ClassifierSettings
 
 LABEL_TYPES = ("str", "float")
 # --threshold's rule, for the flag's validator (run_classifier) and the settings alike.

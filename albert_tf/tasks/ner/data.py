@@ -14,7 +14,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from albert_tf import errors, io
+from albert_tf.core import errors, io
 from albert_tf.tokenization.text import is_cjk
 
 # Each split's file names, in the order they are looked for (CoNLL-2003's own names second).

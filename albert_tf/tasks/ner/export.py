@@ -36,11 +36,11 @@ import time
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.export.saved_model import TokensServingModule, export_saved_model
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.export.windows import max_context_window
-from albert_tf.labels import LABEL_FILE
+from albert_tf.checkpoints.labels import LABEL_FILE
 from albert_tf.tokenization.in_graph import PY_WHITESPACE, separators
 from albert_tf.tokenization.text import cjk_character_class
 from albert_tf.training.precision import policy_scope, serving_policy

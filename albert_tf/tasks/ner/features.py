@@ -10,7 +10,7 @@ word_index (that word's index in its sentence, -1 elsewhere) [max_seq_length]; s
 
 import os
 
-from albert_tf import io
+from albert_tf.core import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.finetuning.windows import doc_spans, is_max_context
 

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import errors, io
-from albert_tf import labels as label_files
+from albert_tf.core import errors, io
+from albert_tf.checkpoints import labels as label_files
 from albert_tf.checkpoints import checkpoint_global_step, hf
 from albert_tf.checkpoints.original import checkpoint_reader, resolve_checkpoint_path
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset

@@ -4,8 +4,8 @@ transformers' AlbertForTokenClassification."""
 import keras
 import tensorflow as tf
 
-from albert_tf import labels
-from albert_tf.config import AlbertConfig
+from albert_tf.checkpoints import labels
+from albert_tf.core.config import AlbertConfig
 from albert_tf.layers import PooledLogits
 from albert_tf.models.base import sequence_input_shapes
 from albert_tf.models.encoder import ENCODER_INPUTS, AlbertModel

@@ -4,7 +4,7 @@ import dataclasses
 from typing import Optional
 
 from albert_tf.finetuning.windows import check_sizes
-from albert_tf.settings import FineTuningSettings
+from albert_tf.core.settings import FineTuningSettings
 
 
 @dataclasses.dataclass(kw_only=True)

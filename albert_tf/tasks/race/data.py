@@ -12,8 +12,8 @@ import json
 import logging
 import os
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.tasks.classifier.features import pack_pair
 from albert_tf.tasks.classifier.data import PaddingInputExample, TextProcessor

@@ -5,12 +5,12 @@ import logging
 import os
 
 from albert_tf.checkpoints import checkpoint_global_step
-from albert_tf.io import write_text_atomically
+from albert_tf.core.io import write_text_atomically
 from albert_tf.tasks.race import data as race
 from albert_tf.tasks.classifier.job import ClassifierJob
 from albert_tf.finetuning.inputs import classifier_features
 from albert_tf.training.job import UsageError
-from albert_tf.models import AlbertMultipleChoice
+from albert_tf.tasks.race.model import AlbertMultipleChoice
 
 logger = logging.getLogger("albert_tf")
 

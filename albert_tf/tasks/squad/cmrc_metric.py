@@ -17,7 +17,7 @@ would split the "." off.
 import logging
 import sys
 
-from albert_tf import errors
+from albert_tf.core import errors
 
 logger = logging.getLogger("albert_tf")
 

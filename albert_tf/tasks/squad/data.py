@@ -14,8 +14,8 @@ from typing import Optional
 
 import numpy as np
 
-from albert_tf import errors
-from albert_tf import io
+from albert_tf.core import errors
+from albert_tf.core import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.finetuning.windows import doc_spans, is_max_context
 from albert_tf.tokenization.full import encode_ids, encode_pieces

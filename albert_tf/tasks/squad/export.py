@@ -36,7 +36,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.export.saved_model import TextServingModule, as_float32, ids_spec, pad_positions
-from albert_tf.layers.span_heads import P_MASK_ADDER
+from albert_tf.tasks.squad.heads import P_MASK_ADDER
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.export.windows import max_context_window
 from albert_tf.tokenization.in_graph import PY_WHITESPACE

@@ -2,7 +2,7 @@
 
 from absl import flags
 
-from albert_tf import common_flags
+from albert_tf.training import flags as common_flags
 
 
 def define_flags(v2):

@@ -8,9 +8,9 @@ import random
 
 import tensorflow as tf
 
-from albert_tf import errors
-from albert_tf import io
-from albert_tf.io import write_text_atomically
+from albert_tf.core import errors
+from albert_tf.core import io
+from albert_tf.core.io import write_text_atomically
 from albert_tf.tasks.squad import data as squad_data
 from albert_tf.tasks.squad import cmrc_metric
 from albert_tf.tasks.squad import postprocess as squad_postprocess
@@ -21,7 +21,7 @@ from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob
 from albert_tf.training.job import UsageError
 from albert_tf.tasks.squad.objective import SquadObjective
-from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
+from albert_tf.tasks.squad.model import AlbertSpanLabeler, AlbertSquadV2
 
 logger = logging.getLogger("albert_tf")
 

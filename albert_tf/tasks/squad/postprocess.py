@@ -14,7 +14,7 @@ import re
 import string
 import sys
 
-from albert_tf.io import write_text_atomically
+from albert_tf.core.io import write_text_atomically
 
 # The n-best list of an example without a valid span: its context gave no window (empty or
 # whitespace only) or, rarely, no window's candidates passed the filters. The original writes a

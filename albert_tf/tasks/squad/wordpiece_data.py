@@ -17,7 +17,7 @@ text, its case and spaces kept, without the spaces the tokenizer inserted.
 import dataclasses
 import logging
 
-from albert_tf import errors
+from albert_tf.core import errors
 from albert_tf.finetuning.windows import doc_spans
 from albert_tf.tasks.squad.data import (FIRST_UNIQUE_ID, InputFeatures, SquadExample, _field,
                                         _questions, load_squad_json, pack_window,

@@ -1,6 +1,6 @@
 """The errors a user can fix, one hierarchy: every deliberate refusal in albert_tf raises one.
 
-The binaries (albert_tf/cli.py) print an AlbertError as one `error:` line, with exit status 2
+The binaries (albert_tf/core/cli.py) print an AlbertError as one `error:` line, with exit status 2
 for a UsageError (flags or settings that cannot work together) and 1 for the rest (a run that
 failed on something outside the flags: a config, a checkpoint, a data file, a cache, memory).
 Any other exception is a bug and keeps its traceback.
@@ -10,7 +10,7 @@ Each class also derives from the builtin a Python caller caught before this modu
 
 A message names what is wrong, where (the flag, the file, the variable) and the fix:
 
->>> from albert_tf import errors
+>>> from albert_tf.core import errors
 >>> try:
 ...   raise errors.ConfigError("albert_config.json: hidden_act 'gelu2' is not an activation; "
 ...                            "use one of gelu, gelu_new, relu, swish")

@@ -7,13 +7,13 @@ Every binary ends with `def run(): cli.run(main, required_flags=(...))`, the ent
 
 A usage error (a bad flag value, a missing required flag, settings that cannot work together:
 errors.UsageError) exits with status 2; a run that failed on something outside the flags (any
-other albert_tf.errors.AlbertError: a config or checkpoint that does not match, a malformed data
+other albert_tf.core.errors.AlbertError: a config or checkpoint that does not match, a malformed data
 file, another run holding --output_dir; a missing file, or an output that exists) with 1.
 Neither prints absl's flag help or a traceback: --verbose or ALBERT_TF_TRACEBACK=1 shows the
 traceback. Any other exception is a bug and keeps its traceback.
 
 --help (-h, --helpshort) prints the binary's docstring, then its own flags and the albert_tf
-flags it shares with other binaries (common_flags, export.portable_flags, --verbose), with their
+flags it shares with other binaries (training.flags, export.portable_flags, --verbose), with their
 help, and exits 0; --helpfull adds absl's own flags, as absl has it.
 
 Imports no TensorFlow: --help answers at once.
@@ -26,7 +26,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import errors, startup
+from albert_tf.core import errors, startup
 
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
 USAGE_EXIT_CODE = errors.USAGE_EXIT_CODE

@@ -9,7 +9,7 @@ import os
 import re
 from typing import Optional
 
-from albert_tf import errors, io
+from albert_tf.core import errors, io
 
 LABEL_FILE = "label_list.txt"
 HF_CONFIG = "config.json"

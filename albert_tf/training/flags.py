@@ -1,7 +1,7 @@
 """Flags shared by the training binaries (defined once, as the original names them).
 
 Imports no TensorFlow, so that a binary's --help answers at once. Each binary turns its flags into
-settings once (albert_tf.settings.from_values) and hands them to its job.
+settings once (albert_tf.core.settings.from_values) and hands them to its job.
 """
 
 import contextlib
@@ -10,8 +10,8 @@ import sys
 
 from absl import flags
 
-from albert_tf import settings
-from albert_tf.settings import PRECISION_POLICIES, SERVING_POLICIES, STRATEGIES
+from albert_tf.core import settings
+from albert_tf.core.settings import PRECISION_POLICIES, SERVING_POLICIES, STRATEGIES
 
 
 def define_run_flags():
@@ -163,7 +163,7 @@ def running_job():
   """
   # pylint: disable=import-outside-toplevel
   from absl import app
-  from albert_tf.startup import quiet_tensorflow_startup
+  from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()
   try:
     yield

@@ -1,8 +1,8 @@
 """Typed settings of the jobs: each binary builds them once from its flags (the original's names,
-see albert_tf.common_flags), and the jobs read nothing else. Library code never reads absl FLAGS,
+see albert_tf.training.flags), and the jobs read nothing else. Library code never reads absl FLAGS,
 so a job is built in a test, or from Python, from settings alone:
 
-  >>> from albert_tf import settings
+  >>> from albert_tf.core import settings
   >>> train = settings.TrainSettings(learning_rate=1e-3, num_train_steps=10)
   >>> train.num_train_steps, train.save_checkpoints_steps
   (10, 5000)

@@ -40,7 +40,7 @@ import re
 import subprocess
 import sys
 
-from albert_tf.import_hooks import ImportHook
+from albert_tf.core.import_hooks import ImportHook
 
 _LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
 

@@ -21,7 +21,7 @@ import tempfile
 import uuid
 import weakref
 
-from albert_tf import errors
+from albert_tf.core import errors
 
 logger = logging.getLogger("albert_tf")
 

@@ -3,9 +3,9 @@
 import keras
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
+from albert_tf.core.config import AlbertConfig
 from albert_tf.models.base import sequence_input_shapes
-from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.tasks.classifier.model import AlbertClassifier
 from albert_tf.models.encoder import ENCODER_INPUTS, AlbertModel
 
 
