@@ -127,7 +127,7 @@ def main(argv):
   if own_data:
     job_settings = common_flags.classifier_settings(own_data_settings.OwnDataSettings, FLAGS)
   else:
-    job_settings = common_flags.classifier_settings(settings.ClassifierSettings, FLAGS)
+    job_settings = common_flags.classifier_settings(own_data_settings.ClassifierSettings, FLAGS)
   with common_flags.running_job():
     # pylint: disable=import-outside-toplevel
     if own_data:

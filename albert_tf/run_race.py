@@ -14,6 +14,7 @@ set into predict_results.txt.
 from absl import flags
 
 from albert_tf.core import cli, settings
+from albert_tf.tasks.race import settings as race_settings
 from albert_tf.training import flags as common_flags
 
 FLAGS = flags.FLAGS
@@ -47,7 +48,7 @@ common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=1e-5,
 
 def main(argv):
   del argv
-  job_settings = common_flags.classifier_settings(settings.RaceSettings, FLAGS)
+  job_settings = common_flags.classifier_settings(race_settings.RaceSettings, FLAGS)
   with common_flags.running_job():
     # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.race.job import RaceJob

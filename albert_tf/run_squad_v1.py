@@ -17,6 +17,7 @@ evaluator (docs/chinese.md).
 from absl import flags
 
 from albert_tf.core import cli, settings
+from albert_tf.tasks.squad import settings as squad_settings
 from albert_tf.training import flags as common_flags
 from albert_tf.tasks.squad import flags as squad_flags
 
@@ -25,7 +26,7 @@ squad_flags.define_flags(v2=False)
 
 def main(argv):
   del argv
-  job_settings = settings.from_values(settings.SquadSettings, flags.FLAGS, v2=False)
+  job_settings = settings.from_values(squad_settings.SquadSettings, flags.FLAGS, v2=False)
   with common_flags.running_job():
     # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.squad.job import SquadJob

@@ -15,6 +15,7 @@ dev set's null threshold baked in.
 from absl import flags
 
 from albert_tf.core import cli, settings
+from albert_tf.tasks.squad import settings as squad_settings
 from albert_tf.training import flags as common_flags
 from albert_tf.tasks.squad import flags as squad_flags
 
@@ -23,7 +24,7 @@ squad_flags.define_flags(v2=True)
 
 def main(argv):
   del argv
-  job_settings = settings.from_values(settings.SquadSettings, flags.FLAGS, v2=True)
+  job_settings = settings.from_values(squad_settings.SquadSettings, flags.FLAGS, v2=True)
   with common_flags.running_job():
     # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.squad.job import SquadJob

@@ -12,6 +12,7 @@ import pytest
 from albert_tf.core import errors, settings
 from albert_tf.tasks.squad import cmrc_metric, postprocess, wordpiece_data
 from albert_tf.tokenization.cmrc import CmrcTokenizer, split_words
+from albert_tf.tasks.squad import settings as squad_settings
 from helpers import TESTDATA, run_binary
 
 CMRC = os.path.join(TESTDATA, "cmrc2018")
@@ -230,7 +231,7 @@ def test_serving_windows_equal_the_features():
 def test_cmrc2018_metric_is_run_squad_v1s(tmp_path):
   # pylint: disable-next=import-outside-toplevel
   from albert_tf.tasks.squad.job import SquadJob
-  job_settings = settings.SquadSettings(
+  job_settings = squad_settings.SquadSettings(
       output_dir=str(tmp_path), model=settings.ModelSettings(), v2=True, metric="cmrc2018",
       do_predict=True, predict_file=os.path.join(CMRC, "dev.json"))
   with pytest.raises(errors.UsageError, match="run_squad_v1's"):

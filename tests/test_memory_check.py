@@ -12,6 +12,8 @@ import pytest
 from albert_tf.core import errors, settings
 from albert_tf.core.config import AlbertConfig
 from albert_tf.training import memory
+from albert_tf.tasks.race import settings as race_settings
+from albert_tf.tasks.squad import settings as squad_settings
 from helpers import REPO_ROOT, run_binary
 
 TINY = os.path.join(REPO_ROOT, "data", "configs", "tiny_quickstart.json")
@@ -139,11 +141,11 @@ def test_job_footprint_splits_the_batch_and_counts_race_choices():
   assert f.micro_batch_size == 512
   assert f == memory.estimate(config, 512, 512, local_replicas=2, gradient_accumulation_steps=4,
                               max_predictions_per_seq=20)
-  race = settings.RaceSettings(output_dir="o", data_dir="d", do_train=True,
+  race = race_settings.RaceSettings(output_dir="o", data_dir="d", do_train=True,
                                model=settings.ModelSettings(max_seq_length=512),
                                train=settings.TrainSettings(train_batch_size=32))
   assert memory.job_footprint(race, config, 1, 1) == memory.estimate(config, 4 * 32, 512)
-  squad = settings.SquadSettings(do_train=True, output_dir="o",
+  squad = squad_settings.SquadSettings(do_train=True, output_dir="o",
                                  model=settings.ModelSettings(max_seq_length=384),
                                  train=settings.TrainSettings(train_batch_size=48))
   assert memory.job_footprint(squad, config, 1, 1) == memory.estimate(config, 48, 384,

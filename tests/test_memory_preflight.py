@@ -12,6 +12,8 @@ import pytest
 from albert_tf.core import errors, settings
 from albert_tf.core.config import AlbertConfig
 from albert_tf.training import memory
+from albert_tf.tasks.classifier import settings as classifier_settings
+from albert_tf.tasks.race import settings as race_settings
 from helpers import REPO_ROOT, run_binary
 from test_memory_check import measured_peak_rss, write_pretraining_records
 
@@ -107,7 +109,7 @@ def test_job_footprint_is_the_largest_part_of_the_run():
   assert parts[1].total > parts[0].total and memory.job_footprint(both, config, 1, 1) == parts[1]
   assert memory.job_footprint(_pretraining(do_eval=True), config, 1, 1).what == "training"
   # Fine-tuning: predict-only RACE counts 4 choices per question of --predict_batch_size.
-  race = settings.RaceSettings(output_dir="o", data_dir="d", do_predict=True,
+  race = race_settings.RaceSettings(output_dir="o", data_dir="d", do_predict=True,
                                predict_batch_size=16,
                                model=settings.ModelSettings(max_seq_length=512))
   f = memory.job_footprint(race, config, 1, 1)
@@ -115,7 +117,7 @@ def test_job_footprint_is_the_largest_part_of_the_run():
                                                  "lower --predict_batch_size or --max_seq_length")
   assert f.activations == memory.forward_activations(config, 64, 512)
   # Export-only: the job's weights and slots, plus the export's two bfloat16 copies.
-  export = settings.ClassifierSettings(output_dir="o", data_dir="d", task_name="mnli",
+  export = classifier_settings.ClassifierSettings(output_dir="o", data_dir="d", task_name="mnli",
                                        export_dir="e", serving_precision="bfloat16",
                                        model=settings.ModelSettings(max_seq_length=128))
   f = memory.job_footprint(export, config, 1, 1)

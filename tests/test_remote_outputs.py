@@ -12,6 +12,7 @@ import tensorflow as tf
 from albert_tf.core import settings
 from albert_tf.tasks.classifier.job import ClassifierJob
 from albert_tf.training.pretraining import PretrainingJob
+from albert_tf.tasks.classifier import settings as classifier_settings
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
@@ -50,7 +51,7 @@ def test_pretraining_job_writes_to_ram():
 @pytest.mark.slow
 def test_classifier_job_writes_to_ram():
   out, export = "ram://remote_outputs/mrpc", "ram://remote_outputs/mrpc_export"
-  ClassifierJob(settings.ClassifierSettings(
+  ClassifierJob(classifier_settings.ClassifierSettings(
       output_dir=out, task_name="mrpc", data_dir=GLUE_DATA, do_train=True, do_eval=True,
       do_predict=True, export_dir=export, eval_batch_size=4,
       model=settings.ModelSettings(albert_config_file=CONFIG, max_seq_length=48,

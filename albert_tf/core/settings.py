@@ -174,53 +174,14 @@ class FineTuningSettings(JobSettings):
   dynamic_length: bool = True
   export_dir: Optional[str] = None
   serving_precision: str = "float32"
+  # What a task's model reads and writes per example, for the memory estimates (training.memory):
+  # class attributes, not fields. RACE reads its examples' 4 choices as 4 sequences; SQuAD's span
+  # head keeps [B, T] logits and their gradients.
+  SEQUENCES_PER_EXAMPLE = 1
+  SPAN_HEAD = False
 
 
-@dataclasses.dataclass(kw_only=True)
-class ClassifierSettings(FineTuningSettings):
-  """run_classifier: a GLUE task (task_name) read from data_dir; features cached in cached_dir
-  (default: output_dir)."""
-  task_name: str
-  data_dir: str
-  cached_dir: Optional[str] = None
-  threshold_to_export: float = float("nan")
-  classifier_dropout: float = 0.1
 
-
-@dataclasses.dataclass(kw_only=True)
-class RaceSettings(ClassifierSettings):
-  """run_race: RACE/{train,dev,test}/{middle,high} under data_dir; feature files train_file,
-  eval_file, predict_file (default: race_<split>.tf_record in output_dir)."""
-  task_name: str = "race"
-  train_file: Optional[str] = None
-  eval_file: Optional[str] = None
-  predict_file: Optional[str] = None
-  max_qa_length: int = 128
-  high_only: bool = False
-  middle_only: bool = False
-  dropout_prob: float = 0.1
-
-
-@dataclasses.dataclass(kw_only=True)
-class SquadSettings(FineTuningSettings):
-  """run_squad_v1 / run_squad_v2 (v2=True), with the original's flags; the number of training
-  steps comes from num_train_epochs."""
-  v2: bool = False
-  train_file: Optional[str] = None
-  predict_file: Optional[str] = None
-  train_feature_file: Optional[str] = None
-  predict_feature_file: Optional[str] = None
-  predict_feature_left_file: Optional[str] = None
-  doc_stride: int = 128
-  max_query_length: int = 64
-  num_train_epochs: float = 3.0
-  warmup_proportion: float = 0.1
-  n_best_size: int = 20
-  max_answer_length: int = 30
-  metric: str = "squad"  # or "cmrc2018"
-  start_n_top: int = 5
-  end_n_top: int = 5
-  dropout_prob: float = 0.1
 
 
 def from_values(cls, values, **given):

@@ -326,14 +326,13 @@ def _training_footprint(job_settings, config, num_replicas, local_replicas):
   train = job_settings.train
   batch = max(1, train.train_batch_size // (num_replicas * train.gradient_accumulation_steps))
   pretraining = isinstance(job_settings, settings_lib.PretrainingSettings)
-  if isinstance(job_settings, settings_lib.RaceSettings):
-    batch *= RACE_CHOICES
+  batch *= getattr(job_settings, "SEQUENCES_PER_EXAMPLE", 1)
   return estimate(
       config, batch, job_settings.model.max_seq_length, local_replicas=local_replicas,
       gradient_accumulation_steps=train.gradient_accumulation_steps,
       mixed_precision=job_settings.run.mixed_precision,
       max_predictions_per_seq=job_settings.max_predictions_per_seq if pretraining else 0,
-      span_head=isinstance(job_settings, settings_lib.SquadSettings))
+      span_head=getattr(job_settings, "SPAN_HEAD", False))
 
 
 # The forward-only runs of a job: (its settings' switch, its batch size field, its name).
@@ -355,7 +354,7 @@ def job_footprints(job_settings, config, num_replicas, local_replicas):
   footprints = []
   if getattr(s, "do_train", True):
     footprints.append(_training_footprint(s, config, num_replicas, local_replicas))
-  choices = RACE_CHOICES if isinstance(s, settings_lib.RaceSettings) else 1
+  choices = getattr(s, "SEQUENCES_PER_EXAMPLE", 1)
   predictions = (s.max_predictions_per_seq
                  if isinstance(s, settings_lib.PretrainingSettings) else 0)
   for switch, batch_flag, what in _INFERENCE_RUNS:

@@ -1,11 +1,11 @@
-"""run_classifier's settings for your own data files (no TensorFlow: the binary defines its flags
-from them)."""
+"""run_classifier's settings: a GLUE task's (ClassifierSettings) and your own data files'
+(OwnDataSettings). No TensorFlow: the binary defines its flags from them."""
 
 import dataclasses
 from typing import Optional
 
 from albert_tf.core import errors
-from albert_tf.core.settings import ClassifierSettings
+from albert_tf.core.settings import FineTuningSettings
 
 LABEL_TYPES = ("str", "float")
 # --threshold's rule, for the flag's validator (run_classifier) and the settings alike.
@@ -20,6 +20,17 @@ def threshold_in_range(value):
     value: the threshold, a float.
   """
   return 0.0 < value < 1.0
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClassifierSettings(FineTuningSettings):
+  """run_classifier: a GLUE task (task_name) read from data_dir; features cached in cached_dir
+  (default: output_dir)."""
+  task_name: str
+  data_dir: str
+  cached_dir: Optional[str] = None
+  threshold_to_export: float = float("nan")
+  classifier_dropout: float = 0.1
 
 
 @dataclasses.dataclass(kw_only=True)

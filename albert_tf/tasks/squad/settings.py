@@ -1,0 +1,30 @@
+"""run_squad_v1 / run_squad_v2's settings (no TensorFlow: the binaries define their flags from
+them)."""
+
+import dataclasses
+from typing import Optional
+
+from albert_tf.core.settings import FineTuningSettings
+
+
+@dataclasses.dataclass(kw_only=True)
+class SquadSettings(FineTuningSettings):
+  """run_squad_v1 / run_squad_v2 (v2=True), with the original's flags; the number of training
+  steps comes from num_train_epochs."""
+  v2: bool = False
+  train_file: Optional[str] = None
+  predict_file: Optional[str] = None
+  train_feature_file: Optional[str] = None
+  predict_feature_file: Optional[str] = None
+  predict_feature_left_file: Optional[str] = None
+  doc_stride: int = 128
+  max_query_length: int = 64
+  num_train_epochs: float = 3.0
+  warmup_proportion: float = 0.1
+  n_best_size: int = 20
+  max_answer_length: int = 30
+  metric: str = "squad"  # or "cmrc2018"
+  start_n_top: int = 5
+  end_n_top: int = 5
+  dropout_prob: float = 0.1
+  SPAN_HEAD = True
