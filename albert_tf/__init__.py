@@ -9,9 +9,8 @@ without an NVIDIA driver (startup.hide_cuinit_error_without_driver): quieting th
 TensorFlow's start-up is the binaries' choice, albert_tf.core.startup.quiet_tensorflow_startup().
 """
 
-import importlib as _importlib
-
 from albert_tf import registry as _registry
+from albert_tf.core import lazy as _lazy
 from albert_tf.core import startup as _startup
 
 _LAZY = dict(
@@ -30,9 +29,4 @@ _registry.register_with_keras()
 _startup.hide_cuinit_error_without_driver()
 
 
-def __getattr__(name):
-  if name in _LAZY:
-    value = getattr(_importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-  raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
+__getattr__ = _lazy.module_getattr(__name__, _LAZY)

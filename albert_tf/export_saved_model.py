@@ -35,13 +35,12 @@ def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
-  from albert_tf.checkpoints import load_checkpoint, model_config, spm_model_file
-  from albert_tf.checkpoints.companions import wordpiece_vocab_file
+  from albert_tf.checkpoints import load_checkpoint, model_config
   from albert_tf.core.errors import AlbertError
   from albert_tf.export.saved_model import ServingModule, export_saved_model, heads_missing
   from albert_tf.models import AlbertPretrainer
   from albert_tf.training import memory
-  from albert_tf.training.precision import policy_scope, serving_policy
+  from albert_tf.training.precision import serving_model
   # pylint: enable=import-outside-toplevel
   try:
     config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
@@ -49,19 +48,13 @@ def main(argv):
     if isinstance(e, AlbertError):  # says what is wrong, with its own exit status
       raise
     raise app.UsageError(str(e)) from None
-  spm_model = spm_model_file(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
-  vocab_file = wordpiece_vocab_file(spm_model, FLAGS.vocab_file, FLAGS.init_checkpoint)
-  if not spm_model and not vocab_file:
-    raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
-                         "directory with spiece.model, a keras-hub preset, or a fine-tuning "
-                         "output_dir that kept its tokenizer), or --vocab_file for a WordPiece "
-                         "model")
+  spm_model, vocab_file = common_flags.export_tokenizer_files(
+      FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
   # Before the model is built: one that cannot fit is refused, not killed by the OOM killer.
   memory.check_model_build(config, "exporting the SavedModel", seq_length=FLAGS.max_seq_length,
                            batch_size=0, precision=FLAGS.serving_precision,
                            config_file=config_file)
-  with policy_scope(serving_policy(FLAGS.serving_precision)):
-    model = AlbertPretrainer(config)
+  model = serving_model(FLAGS.serving_precision, lambda: AlbertPretrainer(config))
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
   module = ServingModule(model, spm_model, FLAGS.do_lower_case, FLAGS.max_seq_length,
                          config_file=config_file, vocab_file=vocab_file)

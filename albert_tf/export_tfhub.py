@@ -52,17 +52,8 @@ def tokenizer_files():
   directory or keras-hub preset --init_checkpoint by default (checkpoints.spm_model_file), or the
   tokenizer a fine-tuning output_dir kept (checkpoints.companions). Raises UsageError when
   neither is known."""
-  # pylint: disable=import-outside-toplevel
-  from albert_tf.checkpoints import spm_model_file
-  from albert_tf.checkpoints.companions import wordpiece_vocab_file
-  # pylint: enable=import-outside-toplevel
-  spm_model = spm_model_file(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
-  vocab_file = wordpiece_vocab_file(spm_model, FLAGS.vocab_file, FLAGS.init_checkpoint)
-  if not spm_model and not vocab_file:
-    raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
-                         "directory with spiece.model, a keras-hub preset, or a fine-tuning "
-                         "output_dir that kept its tokenizer), or --vocab_file for a WordPiece "
-                         "model")
+  spm_model, vocab_file = common_flags.export_tokenizer_files(
+      FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
   return spm_model, (None if spm_model else vocab_file)
 
 

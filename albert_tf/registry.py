@@ -2,10 +2,10 @@
 registers it (keras.saving.register_keras_serializable(package="albert_tf")).
 
 The core classes are listed here; each task package declares its own in its `__init__.py`
-(MODELS, and optionally LAYERS: see albert_tf.tasks), found with pkgutil so that a new task needs
-no line outside its folder. Nothing here imports TensorFlow: albert_tf's lazy model names
-(albert_tf.__init__) and Keras's stand-ins (register_with_keras) are derived from this table on
-`import albert_tf`.
+(MODELS, and optionally LAYERS and HF_HEADS: see albert_tf.tasks), found with pkgutil so that a
+new task needs no line outside its folder. Nothing here imports TensorFlow: albert_tf's lazy model
+names (albert_tf.__init__) and Keras's stand-ins (register_with_keras) are derived from this table
+on `import albert_tf`.
 
 Keras's stand-ins make `import albert_tf` enough for keras.models.load_model to read our `.keras`
 files. Keras finds a custom class of a `.keras` file in its registry, which our classes enter when
@@ -58,6 +58,26 @@ def _tables():
 def models():
   """{model class name: module}: the core models and every task's MODELS."""
   return dict(_tables()[0])
+
+
+def hf_heads():
+  """{model class name: {field: value}}: the Hugging Face head of each task model, as its task
+  package declares it (HF_HEADS, plain data: albert_tf.checkpoints.hf_heads.HfHead's fields;
+  that module holds the core models' own and reads these).
+
+  Raises:
+    ValueError: a class declared twice, or one its package does not declare in MODELS.
+  """
+  heads = {}
+  for package_name in task_packages():
+    package = importlib.import_module(package_name)
+    for name, fields in getattr(package, "HF_HEADS", {}).items():
+      if name in heads or name not in getattr(package, "MODELS", {}):
+        raise ValueError(f"{package_name} declares the Hugging Face head of {name}, which is "
+                         "declared twice or is not among its MODELS: one HF_HEADS entry per "
+                         "model of the package")
+      heads[name] = dict(fields)
+  return heads
 
 
 def keras_classes():

@@ -14,11 +14,7 @@ the official CMRC 2018 BERT baseline's; --metric=cmrc2018 scores with the offici
 evaluator (docs/chinese.md).
 """
 
-from absl import flags
-
-from albert_tf.core import cli, settings
-from albert_tf.tasks.squad import settings as squad_settings
-from albert_tf.training import flags as common_flags
+from albert_tf.core import cli
 from albert_tf.tasks.squad import flags as squad_flags
 
 squad_flags.define_flags(v2=False)
@@ -26,11 +22,7 @@ squad_flags.define_flags(v2=False)
 
 def main(argv):
   del argv
-  job_settings = settings.from_values(squad_settings.SquadSettings, flags.FLAGS, v2=False)
-  with common_flags.running_job():
-    # pylint: disable-next=import-outside-toplevel
-    from albert_tf.tasks.squad.job import SquadJob
-    SquadJob(job_settings).run()
+  squad_flags.run_job(v2=False)
 
 
 def run():

@@ -12,11 +12,7 @@ model.ckpt-best; --export_dir writes a SavedModel that answers raw question/cont
 dev set's null threshold baked in.
 """
 
-from absl import flags
-
-from albert_tf.core import cli, settings
-from albert_tf.tasks.squad import settings as squad_settings
-from albert_tf.training import flags as common_flags
+from albert_tf.core import cli
 from albert_tf.tasks.squad import flags as squad_flags
 
 squad_flags.define_flags(v2=True)
@@ -24,11 +20,7 @@ squad_flags.define_flags(v2=True)
 
 def main(argv):
   del argv
-  job_settings = settings.from_values(squad_settings.SquadSettings, flags.FLAGS, v2=True)
-  with common_flags.running_job():
-    # pylint: disable-next=import-outside-toplevel
-    from albert_tf.tasks.squad.job import SquadJob
-    SquadJob(job_settings).run()
+  squad_flags.run_job(v2=True)
 
 
 def run():

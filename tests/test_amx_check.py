@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from albert_tf.checkpoints.hf_config import to_hf_config
 from albert_tf.core.config import AlbertConfig
 from helpers import REPO_ROOT
 
@@ -43,7 +44,7 @@ def test_amx_check_is_cpu_check():
 # -- tools/hf_torch_bench.py ----------------------------------------------------------------------
 @pytest.mark.parametrize("preset", ["base", "large", "xxlarge"])
 def test_hf_config_is_the_one_our_config_exports(preset):
-  ours = AlbertConfig.from_preset(preset).to_hf_config()
+  ours = to_hf_config(AlbertConfig.from_preset(preset))
   values = hf_torch_bench.hf_config_values(hf_torch_bench.config_path(preset))
   for key, value in values.items():
     if key != "classifier_dropout_prob":  # ours writes HF's default head dropout, 0.1
@@ -57,8 +58,8 @@ def test_hf_config_of_other_sharings(tmp_path):
   path = tmp_path / "albert_config.json"
   path.write_text(base.replace(parameter_sharing="not-shared").to_json_string())
   values = hf_torch_bench.hf_config_values(str(path))
-  assert values["num_hidden_groups"] == 12 == base.replace(
-      parameter_sharing="not-shared").to_hf_config()["num_hidden_groups"]
+  assert values["num_hidden_groups"] == 12 == to_hf_config(base.replace(
+      parameter_sharing="not-shared"))["num_hidden_groups"]
   path.write_text(base.replace(parameter_sharing="shared-attention").to_json_string())
   with pytest.raises(hf_torch_bench.UsageError, match="parameter_sharing 'shared-attention'"):
     hf_torch_bench.hf_config_values(str(path))

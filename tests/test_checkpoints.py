@@ -10,7 +10,7 @@ import tensorflow as tf
 import albert_tf
 import numpy_reference as ref
 from albert_tf.checkpoints import layout
-from albert_tf.training.runner import restore_or_initialize
+from albert_tf.training.checkpointing import restore_or_initialize
 from helpers import ORIGINAL_MODEL, read_tf1_checkpoint, run_binary, write_tf1_checkpoint
 
 FIXTURE_CKPT = os.path.join(ORIGINAL_MODEL, "model.ckpt-0")

@@ -116,9 +116,9 @@ def _hf_dir(tmp_path, folder="encoder", **changes):
 
 
 def _albert_config_file(tmp_path, **changes):
-  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import hf_config  # pylint: disable=import-outside-toplevel
   path = str(tmp_path / "albert_config.json")
-  AlbertConfig.from_hf_config(os.path.join(HF, "encoder")).replace(**changes).to_json_file(path)
+  hf_config.from_hf_config(os.path.join(HF, "encoder")).replace(**changes).to_json_file(path)
   return path
 
 
@@ -169,12 +169,13 @@ def test_export_saved_model_refuses_an_exact_gelu_hf_checkpoint_with_a_config_fi
 @pytest.mark.parametrize("keep", [0, 7, 100, -50])
 def test_a_truncated_safetensors_file_is_named(tmp_path, keep):
   import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import hf_config  # pylint: disable=import-outside-toplevel
   from albert_tf.models import AlbertModel  # pylint: disable=import-outside-toplevel
   checkpoint = _hf_dir(tmp_path)
   weights = os.path.join(checkpoint, "model.safetensors")
   data = open(weights, "rb").read()
   open(weights, "wb").write(data[:keep])
-  model = AlbertModel(albert_tf.AlbertConfig.from_hf_config(checkpoint))
+  model = AlbertModel(hf_config.from_hf_config(checkpoint))
   with pytest.raises(ValueError, match=f"weights file {weights} .*truncated or corrupt"):
     albert_tf.load_checkpoint(model, checkpoint)
 
@@ -185,9 +186,9 @@ def test_a_truncated_safetensors_file_is_named(tmp_path, keep):
     ("classifier", ["mlm", "sop_log_probs"]), ("qa", ["mlm", "sop_log_probs"])])
 def test_heads_missing_names_the_signatures_without_checkpoint_weights(folder, left_out):
   import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import hf_config  # pylint: disable=import-outside-toplevel
   from albert_tf.export.saved_model import heads_missing  # pylint: disable=import-outside-toplevel
-  model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_hf_config(
-      os.path.join(HF, "pretraining")))
+  model = albert_tf.AlbertPretrainer(hf_config.from_hf_config(os.path.join(HF, "pretraining")))
   missing = heads_missing(albert_tf.load_checkpoint(model, os.path.join(HF, folder)))
   assert sorted(missing) == left_out
   assert all(n.startswith("cls/predictions/") for n in missing.get("mlm", []))
@@ -267,8 +268,8 @@ def test_beam_launch_removes_old_remote_temporaries_by_age(tmp_path, monkeypatch
 
 # ---- --format=hf writes the checkpoint's head, or refuses -------------------------------------
 def _hf_config():
-  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
-  return AlbertConfig.from_hf_config(os.path.join(HF, "encoder"))
+  from albert_tf.checkpoints import hf_config  # pylint: disable=import-outside-toplevel
+  return hf_config.from_hf_config(os.path.join(HF, "encoder"))
 
 
 def _saved(model, directory, layout):
@@ -308,6 +309,7 @@ def test_squad_v2_checkpoints_are_refused_saying_what_to_do(tmp_path, layout):
     ("race_train.tf_record", "auto"), ("predict_results.txt", "auto"), (None, "multiple_choice")])
 def test_race_checkpoints_become_albert_for_multiple_choice(tmp_path, layout, evidence, head):
   import albert_tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import hf_config  # pylint: disable=import-outside-toplevel
   from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
   config = _hf_config().replace(num_labels=3)  # a config's labels are not choices
   checkpoint = _saved(albert_tf.AlbertMultipleChoice(config), str(tmp_path / "run"), layout)
@@ -318,7 +320,7 @@ def test_race_checkpoints_become_albert_for_multiple_choice(tmp_path, layout, ev
   assert written["architectures"] == ["AlbertForMultipleChoice"]
   assert "id2label" not in written and "label2id" not in written
   assert keys == {"classifier.weight": (1, 32), "classifier.bias": (1,)}
-  again = albert_tf.AlbertMultipleChoice(albert_tf.AlbertConfig.from_hf_config(out))
+  again = albert_tf.AlbertMultipleChoice(hf_config.from_hf_config(out))
   assert not albert_tf.load_checkpoint(again, out).missing
 
 
@@ -354,9 +356,9 @@ def test_a_one_logit_head_without_evidence_asks_which(tmp_path):
     ("qa", "auto", "AlbertForQuestionAnswering"), ("pretraining", "auto", "AlbertForPreTraining"),
     ("encoder", "auto", "AlbertModel"), ("pretraining", "none", "AlbertModel")])
 def test_hf_checkpoints_keep_their_head(tmp_path, folder, head, architecture):
-  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import hf_config  # pylint: disable=import-outside-toplevel
   from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
-  out = export_hf_layout(AlbertConfig.from_hf_config(os.path.join(HF, folder)),
+  out = export_hf_layout(hf_config.from_hf_config(os.path.join(HF, folder)),
                          os.path.join(HF, folder), str(tmp_path / "hf"), head=head)
   assert _written(out)[0]["architectures"] == [architecture]
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import albert_tf
+from albert_tf.checkpoints.hf_config import from_hf_config
 from albert_tf.core import errors
 from albert_tf.checkpoints import resolve_checkpoint_path, save_original_checkpoint
 from albert_tf.export import portable
@@ -23,7 +24,7 @@ NUM_TAGS = 8
 
 
 def _config():
-  return albert_tf.AlbertConfig.from_hf_config(HF_ENCODER)
+  return from_hf_config(HF_ENCODER)
 
 
 def _config_file(tmp_path):

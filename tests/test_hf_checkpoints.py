@@ -10,7 +10,7 @@ import pytest
 import safetensors.numpy
 
 import albert_tf
-from albert_tf.checkpoints import hf
+from albert_tf.checkpoints import hf, hf_config
 from albert_tf.export.hf import export_hf_layout
 from albert_tf.tasks.classifier.model import AlbertClassifier
 from albert_tf.models import AlbertModel, AlbertPretrainer
@@ -30,7 +30,7 @@ def reference():
 
 
 def _config(folder="pretraining"):
-  return albert_tf.AlbertConfig.from_hf_config(os.path.join(HF, folder))
+  return hf_config.from_hf_config(os.path.join(HF, folder))
 
 
 def _inputs(reference, **more):
@@ -53,7 +53,7 @@ def test_from_hf_config_maps_fields_and_keeps_head_settings():
   assert config.hidden_act == "gelu"  # HF gelu_new: the original's tanh GELU
   assert config.extra["num_labels"] == 3
   assert config.extra["classifier_dropout_prob"] == 0.1
-  back = config.to_hf_config("AlbertForSequenceClassification")
+  back = hf_config.to_hf_config(config, "AlbertForSequenceClassification")
   given = json.loads(open(os.path.join(HF, "classifier", "config.json")).read())
   for key in ("vocab_size", "hidden_act", "layer_norm_eps", "id2label", "label2id",
               "classifier_dropout_prob", "architectures", "num_hidden_groups"):
@@ -69,7 +69,7 @@ def test_from_hf_config_rejects_what_the_original_cannot_express(tmp_path, chang
   values.update(change)
   (tmp_path / "config.json").write_text(json.dumps(values))
   with pytest.raises(ValueError, match=message):
-    albert_tf.AlbertConfig.from_hf_config(str(tmp_path))
+    hf_config.from_hf_config(str(tmp_path))
 
 
 # ---- import: every fixture model computes transformers' outputs -------------------------------
@@ -175,7 +175,7 @@ def test_export_matches_fixture_and_reads_back_bit_identical(tmp_path, folder, m
   for key, value in safetensors.numpy.load_file(
       os.path.join(HF, folder, "model.safetensors")).items():
     np.testing.assert_array_equal(ours[key], value, err_msg=key)
-  assert albert_tf.AlbertConfig.from_hf_config(out) == _config(folder).replace(
+  assert hf_config.from_hf_config(out) == _config(folder).replace(
       **({"num_labels": 3} if folder == "classifier" else {}))
   tokenizer = json.loads(open(os.path.join(out, "tokenizer_config.json")).read())
   assert tokenizer["keep_accents"] is False and tokenizer["remove_space"] is True
@@ -196,7 +196,7 @@ def test_round_trip_of_several_groups_and_inner_groups_relu_three_token_types(tm
   keys = _keys(str(tmp_path / "model.safetensors"))
   assert ("albert.encoder.albert_layer_groups.1.albert_layers.1.ffn.weight" in keys
           and keys["albert.embeddings.token_type_embeddings.weight"][0] == (3, 16))
-  again_config = albert_tf.AlbertConfig.from_hf_config(str(tmp_path))
+  again_config = hf_config.from_hf_config(str(tmp_path))
   assert again_config.hidden_act == "relu" and again_config.inner_group_num == 2
   again = AlbertPretrainer(again_config)
   report = albert_tf.load_checkpoint(again, str(tmp_path))

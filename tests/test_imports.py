@@ -48,6 +48,19 @@ def test_import_albert_tf_leaves_the_environment_alone():
   assert stdout.split() == ["True", "False"]
 
 
+
+def test_checkpoint_label_files_and_own_data_readers_load_no_tensorflow():
+  # checkpoints/ holds TensorFlow code and the plain-Python label files beside a checkpoint: the
+  # package imports its names on first use, so the label files and own-data readers stay light.
+  stdout, _ = run_python(
+      "import sys\n"
+      "import albert_tf.checkpoints.labels, albert_tf.tasks.classifier.own_data\n"
+      "import albert_tf.tasks.ner.labels\n"
+      "print('tensorflow' in sys.modules)\n"
+      "from albert_tf.checkpoints import load_checkpoint\n"
+      "print('tensorflow' in sys.modules, load_checkpoint.__module__)\n", {})
+  assert stdout.split() == ["False", "True", "albert_tf.checkpoints.formats"]
+
 def test_quiet_startup_sets_the_log_level_only_where_the_user_did_not():
   code = ("import os\n"
           "from albert_tf.core.startup import quiet_tensorflow_startup\n"

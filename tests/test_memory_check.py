@@ -1,6 +1,7 @@
-"""The memory pre-flight (albert_tf/training/memory.py): the estimate's arithmetic, the memory
-available as the cgroup and /proc/meminfo give it, the refusal of the README's TPU-pod sizes as one
-error: line, and the estimate within 2x of a run's measured peak RSS."""
+"""The memory pre-flight (albert_tf/training/footprints.py and memory.py): the estimate's
+arithmetic, the memory available as the cgroup and /proc/meminfo give it, the refusal of the
+README's TPU-pod sizes as one error: line, and the estimate within 2x of a run's measured peak
+RSS."""
 
 import os
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 
 from albert_tf.core import errors, settings
 from albert_tf.core.config import AlbertConfig
-from albert_tf.training import memory
+from albert_tf.training import footprints, memory
 from albert_tf.tasks.race import settings as race_settings
 from albert_tf.tasks.squad import settings as squad_settings
 from helpers import REPO_ROOT, run_binary
@@ -92,64 +93,64 @@ def test_parameter_count_is_the_built_models():
     config = _config(path)
     model = albert_tf.AlbertPretrainer(config)
     built = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
-    assert memory.parameter_count(config) == built, path
-  assert 11e6 < memory.parameter_count(_config(BASE)) < 13e6
+    assert footprints.parameter_count(config) == built, path
+  assert 11e6 < footprints.parameter_count(_config(BASE)) < 13e6
 
 
 def test_parameter_count_of_the_sharing_variants():
   base = _config(BASE)
-  shared = memory.parameter_count(base)
+  shared = footprints.parameter_count(base)
   not_shared = AlbertConfig.from_dict(dict(base.to_dict(), parameter_sharing="not-shared"))
   h, i = base.hidden_size, base.intermediate_size
   block = 4 * (h * h + h) + 2 * h + h * i + i + i * h + h + 2 * h
-  assert memory.parameter_count(not_shared) == shared + 11 * block
+  assert footprints.parameter_count(not_shared) == shared + 11 * block
   attention = AlbertConfig.from_dict(dict(base.to_dict(), parameter_sharing="shared-attention"))
-  assert memory.parameter_count(attention) == shared + 11 * (h * i + i + i * h + h + 2 * h)
+  assert footprints.parameter_count(attention) == shared + 11 * (h * i + i + i * h + h + 2 * h)
 
 
 def test_estimate_arithmetic():
   config = _config(BASE)
-  params = memory.parameter_count(config)
+  params = footprints.parameter_count(config)
   b, t, h, i, n, l = 8, 128, 768, 3072, 12, 12
-  f = memory.estimate(config, b, t, max_predictions_per_seq=20)
+  f = footprints.estimate(config, b, t, max_predictions_per_seq=20)
   assert f.state == 4 * 5 * params
   per_layer = b * t * (12 * h + 5 * i) + 3 * b * n * t * t
   embeddings = b * t * (3 * 128 + 2 * h)
   assert f.activations == 4 * (l * per_layer + embeddings) + 4 * 6 * b * 20 * 30000
-  assert f.total == memory.RUNTIME_BYTES + f.state + f.activations
+  assert f.total == footprints.RUNTIME_BYTES + f.state + f.activations
   # Activations scale with the batch; attention scores with T^2; the state with neither.
-  f2 = memory.estimate(config, 2 * b, t, max_predictions_per_seq=20)
+  f2 = footprints.estimate(config, 2 * b, t, max_predictions_per_seq=20)
   assert f2.activations == 2 * f.activations and f2.state == f.state
-  f_long = memory.estimate(config, b, 2 * t)
-  f_short = memory.estimate(config, b, t)
+  f_long = footprints.estimate(config, b, 2 * t)
+  f_short = footprints.estimate(config, b, t)
   assert f_long.activations - 2 * f_short.activations == 4 * l * 3 * b * n * t * t * 2
   # Accumulation keeps one more float32 copy of the parameters; mixed precision halves the
   # encoder's activations, not the float32 MLM logits.
-  assert memory.estimate(config, b, t, gradient_accumulation_steps=2).state == 4 * 6 * params
-  mixed = memory.estimate(config, b, t, mixed_precision="mixed_bfloat16",
-                          max_predictions_per_seq=20)
+  assert footprints.estimate(config, b, t, gradient_accumulation_steps=2).state == 4 * 6 * params
+  mixed = footprints.estimate(config, b, t, mixed_precision="mixed_bfloat16",
+                              max_predictions_per_seq=20)
   assert mixed.activations == 2 * (l * per_layer + embeddings) + 4 * 6 * b * 20 * 30000
   # Two local replicas (mirrored CPUs) hold two of everything but the runtime.
-  two = memory.estimate(config, b, t, local_replicas=2)
+  two = footprints.estimate(config, b, t, local_replicas=2)
   assert (two.state, two.activations) == (2 * f_short.state, 2 * f_short.activations)
 
 
 def test_job_footprint_splits_the_batch_and_counts_race_choices():
   config = _config(BASE)
   # 4096 over 2 replicas x 4 micro-batches: 512 sequences per micro-batch.
-  f = memory.job_footprint(_pretraining_settings(4096, 512, accumulation=4), config, 2, 2)
+  f = footprints.job_footprint(_pretraining_settings(4096, 512, accumulation=4), config, 2, 2)
   assert f.micro_batch_size == 512
-  assert f == memory.estimate(config, 512, 512, local_replicas=2, gradient_accumulation_steps=4,
-                              max_predictions_per_seq=20)
+  assert f == footprints.estimate(config, 512, 512, local_replicas=2,
+                                  gradient_accumulation_steps=4, max_predictions_per_seq=20)
   race = race_settings.RaceSettings(output_dir="o", data_dir="d", do_train=True,
                                model=settings.ModelSettings(max_seq_length=512),
                                train=settings.TrainSettings(train_batch_size=32))
-  assert memory.job_footprint(race, config, 1, 1) == memory.estimate(config, 4 * 32, 512)
+  assert footprints.job_footprint(race, config, 1, 1) == footprints.estimate(config, 4 * 32, 512)
   squad = squad_settings.SquadSettings(do_train=True, output_dir="o",
                                  model=settings.ModelSettings(max_seq_length=384),
                                  train=settings.TrainSettings(train_batch_size=48))
-  assert memory.job_footprint(squad, config, 1, 1) == memory.estimate(config, 48, 384,
-                                                                      span_head=True)
+  assert footprints.job_footprint(squad, config, 1, 1) == footprints.estimate(
+      config, 48, 384, span_head=True)
 
 
 def test_available_reads_cgroup_v2_v1_and_meminfo(tmp_path):
@@ -184,18 +185,18 @@ def test_device_types():
 def test_check_refuses_logs_and_skips_accelerators(monkeypatch, caplog):
   config = _config(BASE)
   monkeypatch.setattr(memory, "available", lambda: (4 * 2**30, "4.00 GiB free per test"))
-  big = memory.estimate(config, 512, 512, max_predictions_per_seq=20)
+  big = footprints.estimate(config, 512, 512, max_predictions_per_seq=20)
   with pytest.raises(errors.MemoryCheckError) as e:
     memory.check(big, CPU)
   message = str(e.value)
-  assert memory.gib(big.total) in message and "4.00 GiB is available" in message
+  assert footprints.gib(big.total) in message and "4.00 GiB is available" in message
   for flag in ("--train_batch_size", "--gradient_accumulation_steps", "--max_seq_length",
                "--nomemory_check"):
     assert flag in message
   caplog.set_level("INFO", logger="albert_tf")
   memory.check(big, ["/job:localhost/replica:0/task:0/device:GPU:0"])
   assert "memory check skipped: training runs on GPU" in caplog.text
-  memory.check(memory.estimate(_config(TINY), 8, 64), CPU)
+  memory.check(footprints.estimate(_config(TINY), 8, 64), CPU)
   assert "memory check: training estimated at" in caplog.text
 
 
@@ -261,6 +262,6 @@ def test_race_is_refused_with_its_choices_counted(tmp_path):
   lines = [l for l in result.stderr.splitlines() if l.startswith("error:")]
   assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
   assert "activations of 4096 sequences x 512 tokens" in lines[0]
-  expected = memory.estimate(_config(BASE), 4096, 512)
-  assert f"need about {memory.gib(expected.total)}" in lines[0]
+  expected = footprints.estimate(_config(BASE), 4096, 512)
+  assert f"need about {footprints.gib(expected.total)}" in lines[0]
   assert not os.path.exists(tmp_path / "out")

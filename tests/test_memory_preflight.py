@@ -1,8 +1,8 @@
 """The memory pre-flight of the runs that build a model without training it
-(albert_tf/training/memory.py): the forward pass's and the export's arithmetic, a job checked for
-the largest part of its run (evaluation, prediction, export), the exporters' check_model_build,
-and an eval-only run_pretraining of a model far beyond memory refused as one error: line before
-output_dir is written."""
+(albert_tf/training/footprints.py, memory.py): the forward pass's and the export's arithmetic, a
+job checked for the largest part of its run (evaluation, prediction, export), the exporters'
+check_model_build, and an eval-only run_pretraining of a model far beyond memory refused as one
+error: line before output_dir is written."""
 
 import json
 import os
@@ -11,7 +11,7 @@ import pytest
 
 from albert_tf.core import errors, settings
 from albert_tf.core.config import AlbertConfig
-from albert_tf.training import memory
+from albert_tf.training import footprints, memory
 from albert_tf.tasks.classifier import settings as classifier_settings
 from albert_tf.tasks.race import settings as race_settings
 from helpers import REPO_ROOT, run_binary
@@ -47,41 +47,43 @@ def test_forward_activations_hold_one_layer_and_the_mlm_logits():
   config = _base()
   b, t, h, i, n, p, v = 16, 512, 768, 3072, 12, 20, 30000
   encoder = b * t * (6 * h + 2 * i) + 2 * b * n * t * t
-  assert memory.forward_activations(config, b, t, max_predictions_per_seq=p) == (
+  assert footprints.forward_activations(config, b, t, max_predictions_per_seq=p) == (
       4 * encoder + 4 * 2 * b * p * v)
   # 16 x 512 of ALBERT-base: 0.70 GiB at the peak, whatever the number of layers (training the
   # same batch keeps 15.8 GiB of activations).
-  assert memory.forward_activations(config, b, t) == 4 * encoder == 754_974_720
-  assert memory.forward_activations(_base(num_hidden_layers=48), b, t) == 4 * encoder
-  assert memory.estimate(config, b, t).activations > 15.8 * GIB
+  assert footprints.forward_activations(config, b, t) == 4 * encoder == 754_974_720
+  assert footprints.forward_activations(_base(num_hidden_layers=48), b, t) == 4 * encoder
+  assert footprints.estimate(config, b, t).activations > 15.8 * GIB
   # Mixed precision halves the encoder's tensors, not the float32 masked LM loss's.
-  assert memory.forward_activations(config, b, t, mixed_precision="mixed_bfloat16",
-                                    max_predictions_per_seq=p) == 2 * encoder + 4 * 2 * b * p * v
+  assert footprints.forward_activations(config, b, t, mixed_precision="mixed_bfloat16",
+                                        max_predictions_per_seq=p) == (
+      2 * encoder + 4 * 2 * b * p * v)
 
 
 def test_inference_estimate_is_weights_slots_and_one_batch():
   config = _base()
-  params = memory.parameter_count(config)
-  f = memory.inference_estimate(config, 64, 128, max_predictions_per_seq=20)
+  params = footprints.parameter_count(config)
+  f = footprints.inference_estimate(config, 64, 128, max_predictions_per_seq=20)
   # The job's Runner builds the optimizer's slots in every run: weights + m + v, float32.
   assert f.state == 4 * 3 * params
-  assert f.activations == memory.forward_activations(config, 64, 128, max_predictions_per_seq=20)
-  assert f.total == memory.RUNTIME_BYTES + f.state + f.activations
-  assert memory.gib(f.total) == "1.52 GiB"  # measured 1.43 GiB (the module docstring's table)
-  two = memory.inference_estimate(config, 64, 128, local_replicas=2)
+  assert f.activations == footprints.forward_activations(config, 64, 128,
+                                                         max_predictions_per_seq=20)
+  assert f.total == footprints.RUNTIME_BYTES + f.state + f.activations
+  assert footprints.gib(f.total) == "1.52 GiB"  # measured 1.43 GiB (the module docstring's table)
+  two = footprints.inference_estimate(config, 64, 128, local_replicas=2)
   assert (two.state, two.activations) == (2 * f.state, 2 * (f.activations - 4 * 2 * 64 * 20 *
                                                             30000))
 
 
 def test_export_estimate_counts_three_copies_of_the_weights():
   config = _base()
-  params = memory.parameter_count(config)
-  f = memory.export_estimate(config, 128)
+  params = footprints.parameter_count(config)
+  f = footprints.export_estimate(config, 128)
   assert f.state == 3 * 4 * params  # the model, the serving copy, the values being saved
-  assert f.activations == memory.forward_activations(config, 1, 128)
-  assert memory.export_estimate(config, 128, precision="bfloat16").state == 3 * 2 * params
+  assert f.activations == footprints.forward_activations(config, 1, 128)
+  assert footprints.export_estimate(config, 128, precision="bfloat16").state == 3 * 2 * params
   # An export that runs no batch has no activations, and says none.
-  none = memory.export_estimate(config, 128, batch_size=0, model_bytes=7)
+  none = footprints.export_estimate(config, 128, batch_size=0, model_bytes=7)
   assert (none.state, none.activations) == (7 + 2 * 4 * params, 0)
   assert "sequences" not in none.describe()
 
@@ -95,32 +97,33 @@ def _pretraining(do_train=True, do_eval=False, train_batch_size=4096, eval_batch
 
 def test_job_footprint_is_the_largest_part_of_the_run():
   config = _base()
-  params = memory.parameter_count(config)
+  params = footprints.parameter_count(config)
   # Eval-only pretraining: the evaluation, its global batch split over the 2 replicas, with the
   # masked LM logits; it used not to be estimated at all.
-  f = memory.job_footprint(_pretraining(do_train=False, do_eval=True), config, 2, 2)
-  assert f == memory.inference_estimate(
+  f = footprints.job_footprint(_pretraining(do_train=False, do_eval=True), config, 2, 2)
+  assert f == footprints.inference_estimate(
       config, 32, 512, local_replicas=2, max_predictions_per_seq=20, what="evaluation",
       fix="lower --eval_batch_size or --max_seq_length")
   # Train and evaluate: the larger of the two, whichever it is.
   both = _pretraining(do_eval=True, train_batch_size=8, eval_batch_size=4096)
-  parts = memory.job_footprints(both, config, 1, 1)
+  parts = footprints.job_footprints(both, config, 1, 1)
   assert [p.what for p in parts] == ["training", "evaluation"]
-  assert parts[1].total > parts[0].total and memory.job_footprint(both, config, 1, 1) == parts[1]
-  assert memory.job_footprint(_pretraining(do_eval=True), config, 1, 1).what == "training"
+  assert (parts[1].total > parts[0].total
+          and footprints.job_footprint(both, config, 1, 1) == parts[1])
+  assert footprints.job_footprint(_pretraining(do_eval=True), config, 1, 1).what == "training"
   # Fine-tuning: predict-only RACE counts 4 choices per question of --predict_batch_size.
   race = race_settings.RaceSettings(output_dir="o", data_dir="d", do_predict=True,
                                predict_batch_size=16,
                                model=settings.ModelSettings(max_seq_length=512))
-  f = memory.job_footprint(race, config, 1, 1)
+  f = footprints.job_footprint(race, config, 1, 1)
   assert (f.what, f.micro_batch_size, f.fix) == ("prediction", 64,
                                                  "lower --predict_batch_size or --max_seq_length")
-  assert f.activations == memory.forward_activations(config, 64, 512)
+  assert f.activations == footprints.forward_activations(config, 64, 512)
   # Export-only: the job's weights and slots, plus the export's two bfloat16 copies.
   export = classifier_settings.ClassifierSettings(output_dir="o", data_dir="d", task_name="mnli",
                                        export_dir="e", serving_precision="bfloat16",
                                        model=settings.ModelSettings(max_seq_length=128))
-  f = memory.job_footprint(export, config, 1, 1)
+  f = footprints.job_footprint(export, config, 1, 1)
   assert (f.what, f.state, f.activations) == ("the export", 4 * 3 * params + 2 * 2 * params, 0)
 
 
@@ -132,22 +135,22 @@ def test_an_absurd_model_is_refused_naming_its_config(monkeypatch, tmp_path):
     memory.check_model_build(config, "exporting the SavedModel", seq_length=128,
                              config_file=path)
   message = str(e.value)
-  expected = (memory.RUNTIME_BYTES + 3 * 4 * memory.parameter_count(config)
-              + memory.forward_activations(config, 1, 128))
+  expected = (footprints.RUNTIME_BYTES + 3 * 4 * footprints.parameter_count(config)
+              + footprints.forward_activations(config, 1, 128))
   assert expected > 200 * GIB
-  assert message.startswith(f"exporting the SavedModel would need about {memory.gib(expected)}")
+  assert message.startswith(f"exporting the SavedModel would need about {footprints.gib(expected)}")
   assert "16.00 GiB is available" in message
   assert f"use a smaller model than {path}" in message
   assert "--nomemory_check" not in message  # the exporters have no such flag
   # A job's evaluation of it: no batch flag would help, the message says the model.
-  f = memory.job_footprint(_pretraining(do_train=False, do_eval=True), config, 1, 1)
+  f = footprints.job_footprint(_pretraining(do_train=False, do_eval=True), config, 1, 1)
   with pytest.raises(errors.MemoryCheckError) as e:
     memory.check(f, CPU, path)
   assert f"use a smaller model than {path}" in str(e.value)
   assert "--eval_batch_size" not in str(e.value) and "--nomemory_check" in str(e.value)
   # A model that fits with too big a batch: the batch flag is the fix.
-  f = memory.job_footprint(_pretraining(do_train=False, do_eval=True, eval_batch_size=4096),
-                           _base(), 1, 1)
+  f = footprints.job_footprint(_pretraining(do_train=False, do_eval=True, eval_batch_size=4096),
+                               _base(), 1, 1)
   with pytest.raises(errors.MemoryCheckError) as e:
     memory.check(f, CPU, BASE)
   assert str(e.value).startswith("evaluation would need about")

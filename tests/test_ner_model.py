@@ -12,7 +12,7 @@ import safetensors.numpy
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.checkpoints import hf, load_checkpoint, save_original_checkpoint
+from albert_tf.checkpoints import hf, hf_config, load_checkpoint, save_original_checkpoint
 from albert_tf.export.hf import export_hf_layout
 from albert_tf.checkpoints.labels import write_label_file
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
@@ -31,7 +31,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def hf_model():
-  config = albert_tf.AlbertConfig.from_hf_config(HF_DIR)
+  config = hf_config.from_hf_config(HF_DIR)
   model = AlbertTokenClassifier(config, num_labels=9)
   report = load_checkpoint(model, HF_DIR)
   assert sorted(report.missing) == ["bert/pooler/dense/bias", "bert/pooler/dense/kernel"]
@@ -100,7 +100,7 @@ def test_released_layout_round_trip_and_hf_export_of_a_run_ner_dir(hf_model, ref
   config = json.load(open(os.path.join(out, "config.json")))
   assert config["architectures"] == ["AlbertForTokenClassification"]
   assert config["id2label"] == {str(i): t for i, t in enumerate(tags)}
-  again = AlbertTokenClassifier(albert_tf.AlbertConfig.from_hf_config(out), num_labels=9)
+  again = AlbertTokenClassifier(hf_config.from_hf_config(out), num_labels=9)
   load_checkpoint(again, out)
   np.testing.assert_allclose(_logits(again, reference), _logits(hf_model, reference), atol=1e-6)
 

@@ -143,7 +143,7 @@ def test_resuming_another_tasks_checkpoint_is_refused(tmp_path):
   import tensorflow as tf
   from albert_tf.optimization import create_optimizer
   from albert_tf.core.settings import TrainSettings
-  from albert_tf.training import runner as runners
+  from albert_tf.training import checkpointing, runner as runners
   from albert_tf.training.pretraining import PretrainingObjective
   # pylint: enable=import-outside-toplevel
   config = albert_tf.AlbertConfig.from_json_file(CONFIG)
@@ -151,12 +151,12 @@ def test_resuming_another_tasks_checkpoint_is_refused(tmp_path):
   pretrainer = albert_tf.AlbertPretrainer(config)
   runner = runners.Runner(strategy, pretrainer, create_optimizer("lamb"), TrainSettings(),
                           PretrainingObjective())
-  runners.checkpoint_manager(runner.checkpoint(), str(tmp_path), 1).save(900)
+  checkpointing.checkpoint_manager(runner.checkpoint(), str(tmp_path), 1).save(900)
 
   classifier = albert_tf.AlbertClassifier(config, 2)
   other = runners.Runner(strategy, classifier, create_optimizer("lamb"), TrainSettings(),
                          PretrainingObjective())
   with pytest.raises(ValueError, match="cannot resume from .*model.ckpt-900: it lacks "
                      "output_bias, output_weights"):
-    runners.restore_or_initialize(other.checkpoint(), classifier, str(tmp_path), None)
+    checkpointing.restore_or_initialize(other.checkpoint(), classifier, str(tmp_path), None)
   assert int(other.global_step.numpy()) == 0

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.checkpoints import hf
+from albert_tf.checkpoints import hf, hf_config
 from albert_tf.core.config import PARAMETER_SHARING
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 
@@ -90,11 +90,11 @@ def test_config_key_validated_and_written_when_not_default(tmp_path):
 
 
 def test_hf_config_holds_all_shared_and_not_shared_only():
-  assert _config("not-shared").to_hf_config()["num_hidden_groups"] == 3
-  assert "parameter_sharing" not in _config("not-shared").to_hf_config()
+  assert hf_config.to_hf_config(_config("not-shared"))["num_hidden_groups"] == 3
+  assert "parameter_sharing" not in hf_config.to_hf_config(_config("not-shared"))
   for sharing in ("shared-attention", "shared-FFN"):
     with pytest.raises(ValueError, match=f"{sharing}.*no Hugging Face counterpart"):
-      _config(sharing).to_hf_config()
+      hf_config.to_hf_config(_config(sharing))
 
 
 # ---- semantics ---------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def test_hf_holds_not_shared_and_refuses_partial_sharing(tmp_path):
   model = albert_tf.AlbertModel(_config("not-shared"))
   _randomize(model)
   hf.save_hf_checkpoint(model, str(tmp_path / "hf"))
-  back_config = albert_tf.AlbertConfig.from_hf_config(str(tmp_path / "hf"))
+  back_config = hf_config.from_hf_config(str(tmp_path / "hf"))
   assert back_config.num_hidden_groups == 3
   for config in (back_config, _config("not-shared")):
     again = albert_tf.AlbertModel(config)

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.training import runner as runners
+from albert_tf.training import checkpointing
 from albert_tf.training.preemption import PREEMPTED_EXIT_CODE
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, free_ports
 
@@ -170,7 +170,7 @@ def _saved_runner_checkpoints(directory):
   step = tf.Variable(0, dtype=tf.int64)
   checkpoint = tf.train.Checkpoint(**albert_tf.checkpoints.layout.model_parts(model),
                                    global_step=step)
-  manager = runners.checkpoint_manager(checkpoint, directory, 5)
+  manager = checkpointing.checkpoint_manager(checkpoint, directory, 5)
   for value in (2, 4):
     step.assign(value)
     manager.save(checkpoint_number=value)
@@ -182,14 +182,14 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, caplog):
   data = tmp_path / "model.ckpt-4.data-00000-of-00001"
   data.write_bytes(data.read_bytes()[:100])  # truncated
   caplog.set_level(logging.INFO, logger="albert_tf")
-  path = runners.restore_or_initialize(checkpoint, model, str(tmp_path), None)
+  path = checkpointing.restore_or_initialize(checkpoint, model, str(tmp_path), None)
   assert path == str(tmp_path / "model.ckpt-2") and int(checkpoint.global_step.numpy()) == 2
   logged = [r.getMessage() for r in caplog.records]
   assert any("model.ckpt-2" in line and "model.ckpt-4" in line for line in logged), logged
 
   (tmp_path / "model.ckpt-2.index").write_bytes(b"not an index")
   with pytest.raises(ValueError, match="no readable checkpoint"):
-    runners.restore_or_initialize(checkpoint, model, str(tmp_path), None)
+    checkpointing.restore_or_initialize(checkpoint, model, str(tmp_path), None)
 
 
 @pytest.mark.slow

@@ -21,7 +21,8 @@ from albert_tf.export.saved_model import ServingModule, export_saved_model
 from albert_tf.tasks.classifier import features as classifier_data
 from albert_tf.tasks.classifier import data as glue
 from albert_tf.tasks.race import data as race
-from albert_tf.finetuning.evaluation import BestCheckpointTracker, checkpoint_steps
+from albert_tf.finetuning.evaluation import BestCheckpointTracker
+from albert_tf.training.checkpointing import checkpoint_steps
 from albert_tf.tasks.squad.postprocess import write_json
 from albert_tf.tokenization import FullTokenizer, load_vocab
 from albert_tf.tokenization.in_graph import InGraphTokenizer

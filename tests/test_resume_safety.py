@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from albert_tf.core import errors
 from albert_tf.core.config import AlbertConfig
-from albert_tf.training import runner as runners
+from albert_tf.training import checkpointing
 from albert_tf.training.job import CONFIG_FILE, config_differences
 from albert_tf.training.lock import LOCK_NAME
 from albert_tf.training.preemption import PREEMPTED_EXIT_CODE
@@ -72,7 +72,7 @@ def test_a_deleted_state_file_resumes_from_the_newest_checkpoint(tmp_path):
 def test_a_save_never_overwrites_a_readable_checkpoint_it_did_not_write(tmp_path):
   tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(tmp_path / "model.ckpt-5"))  # another run's
   (tmp_path / "model.ckpt-6.index").write_bytes(b"not an index")  # unreadable: nothing to keep
-  manager = runners.checkpoint_manager(tf.train.Checkpoint(v=tf.Variable(2.0)), str(tmp_path), 5)
+  manager = checkpointing.checkpoint_manager(tf.train.Checkpoint(v=tf.Variable(2.0)), str(tmp_path), 5)
   with pytest.raises(errors.CheckpointError, match="model.ckpt-5 exists and this run did not "
                      "write it.*use a new --output_dir"):
     manager.save(checkpoint_number=5)

@@ -11,7 +11,7 @@ import pytest
 import safetensors.numpy
 from seqeval import metrics as seqeval_metrics
 
-from albert_tf.core.config import AlbertConfig
+from albert_tf.checkpoints.hf_config import from_hf_config
 from albert_tf.tasks.ner import data
 
 from helpers import TESTDATA, run_binary
@@ -102,7 +102,7 @@ def test_hf_tagger_in_and_out(tmp_path):
   assert 0 <= block["f1"] <= 1
   # export_checkpoints --format=hf of the run's output_dir: transformers' files again.
   config_file = str(tmp_path / "albert_config.json")
-  AlbertConfig.from_hf_config(HF_DIR).to_json_file(config_file)
+  from_hf_config(HF_DIR).to_json_file(config_file)
   run_binary("export_checkpoints", [f"--albert_config_file={config_file}",
                                     f"--init_checkpoint={out / 'model.ckpt-best'}",
                                     f"--spm_model_file={SPM}", "--format=hf",

@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from albert_tf.finetuning import windows
 from albert_tf.tasks.squad import data as squad_data
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.tasks.squad import postprocess as squad_post
@@ -138,12 +139,12 @@ def test_training_requires_one_answer(tmp_path):
 
 
 def test_windows_and_max_context():
-  spans = squad_data.doc_spans(10, 4, 3)
+  spans = windows.doc_spans(10, 4, 3)
   assert spans == [(0, 4), (3, 4), (6, 4)]
   # token 4: min(1, 2) in span 1 beats span 0 (where it is absent) and span 2 (absent).
-  assert squad_data.is_max_context(spans, 1, 4)
+  assert windows.is_max_context(spans, 1, 4)
   # token 3: min(3, 0) in span 0 ties min(0, 3) in span 1: the first span wins.
-  assert squad_data.is_max_context(spans, 0, 3) and not squad_data.is_max_context(spans, 1, 3)
+  assert windows.is_max_context(spans, 0, 3) and not windows.is_max_context(spans, 1, 3)
 
 
 def _squad_file(tmp_path, qas, context="The cat sat on the mat."):

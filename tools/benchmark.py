@@ -717,8 +717,7 @@ def export_for_serving(config, spm_model_file, max_seq_length, serving_precision
   import albert_tf
   from albert_tf.export.saved_model import ServingModule, export_saved_model
   from albert_tf.training import precision
-  with precision.policy_scope(precision.serving_policy(serving_precision)):
-    model = albert_tf.AlbertPretrainer(config)
+  model = precision.serving_model(serving_precision, lambda: albert_tf.AlbertPretrainer(config))
   module = ServingModule(model, spm_model_file, True, max_seq_length)
   return export_saved_model(module, base_dir, 1)
 

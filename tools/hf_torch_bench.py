@@ -90,7 +90,8 @@ def config_path(name_or_path):
 
 def hf_config_values(path):
   """transformers.AlbertConfig's keyword arguments for our albert_config.json at `path`: the
-  same model as albert_tf.AlbertConfig.to_hf_config() writes, without importing albert_tf.
+  same model as albert_tf.checkpoints.hf_config.to_hf_config() writes, without importing
+  albert_tf.
 
   Raises:
     UsageError: naming the file, for an activation or a parameter sharing HF's ALBERT has not.

@@ -2,8 +2,8 @@
 it, `.../model.ckpt-best`) a checkpoint to point --init_checkpoint at without naming its config
 or tokenizer again: albert_config.json (every training run writes it: training.job's
 keep_config; the released models' directories hold it too), classifier_labels.json
-(run_classifier; read by albert_tf.checkpoints.labels) and the tokenizer, copied in by keep_tokenizer under a
-fixed name.
+(run_classifier; read by albert_tf.checkpoints.labels) and the tokenizer, copied in by
+keep_tokenizer under a fixed name.
 """
 
 import os

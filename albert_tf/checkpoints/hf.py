@@ -5,15 +5,12 @@ safetensors file is read or written, so that every other layout, and `import alb
 without it; without it those two say which extra to install.
 
 HF's ALBERT layout is a renaming of the original one: every model names its variables by their
-original TF1 names (`original_variables()`), and each name maps to one HF key, dense kernels
-transposed (torch's Linear keeps [out, in]). The MLM decoder is tied to the word embeddings, so
-HF writes neither `predictions.decoder.weight` nor `predictions.decoder.bias` (the latter is
-`predictions.bias`).
+original TF1 names (`original_variables()`), and each name maps to one HF key (hf_names). Which
+transformers class a model is written as is hf_heads'; its config.json is hf_config's.
 """
 
 import json
 import os
-import re
 from typing import Optional
 
 import keras
@@ -21,91 +18,15 @@ import numpy as np
 
 from albert_tf.core import errors
 from albert_tf.core import io
-from albert_tf.checkpoints import companions, layout, original
+from albert_tf.core.config import AlbertConfig
+from albert_tf.checkpoints import companions, hf_config, hf_heads, layout, original
+from albert_tf.checkpoints.hf_names import HF_LAYERS, PREFIX, PROJECTION, TIED, hf_key
 
 WEIGHTS_NAME = "model.safetensors"
-CONFIG_NAME = "config.json"
+CONFIG_NAME = hf_config.CONFIG_NAME
 SPM_NAME = "spiece.model"
 TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
 _INDEX_NAME = "model.safetensors.index.json"
-_PREFIX = "albert."
-_PROJECTION = "encoder.embedding_hidden_mapping_in"
-# Keys HF may write for the tied decoder; they are the word embeddings and predictions.bias.
-_TIED = ("predictions.decoder.weight", "predictions.decoder.bias")
-
-# Original name under `.../inner_group_k/` -> (HF name under `...albert_layers.k.`, transposed).
-_LAYER = {
-    "attention_1/self/query/kernel": ("attention.query.weight", True),
-    "attention_1/self/query/bias": ("attention.query.bias", False),
-    "attention_1/self/key/kernel": ("attention.key.weight", True),
-    "attention_1/self/key/bias": ("attention.key.bias", False),
-    "attention_1/self/value/kernel": ("attention.value.weight", True),
-    "attention_1/self/value/bias": ("attention.value.bias", False),
-    "attention_1/output/dense/kernel": ("attention.dense.weight", True),
-    "attention_1/output/dense/bias": ("attention.dense.bias", False),
-    "LayerNorm/gamma": ("attention.LayerNorm.weight", False),
-    "LayerNorm/beta": ("attention.LayerNorm.bias", False),
-    "ffn_1/intermediate/dense/kernel": ("ffn.weight", True),
-    "ffn_1/intermediate/dense/bias": ("ffn.bias", False),
-    "ffn_1/intermediate/output/dense/kernel": ("ffn_output.weight", True),
-    "ffn_1/intermediate/output/dense/bias": ("ffn_output.bias", False),
-    "LayerNorm_1/gamma": ("full_layer_layer_norm.weight", False),
-    "LayerNorm_1/beta": ("full_layer_layer_norm.bias", False),
-}
-_HF_LAYERS = "encoder.albert_layer_groups."
-_LAYER_NAME = re.compile(r"bert/encoder/transformer/group_(\d+)/inner_group_(\d+)/(.+)")
-
-# The other original names -> (HF key, `albert.` prefixed, transposed). The heads' output
-# weights are [labels, H] in both layouts.
-_FIXED = {
-    "bert/embeddings/word_embeddings": ("embeddings.word_embeddings.weight", True, False),
-    "bert/embeddings/token_type_embeddings": ("embeddings.token_type_embeddings.weight", True,
-                                              False),
-    "bert/embeddings/position_embeddings": ("embeddings.position_embeddings.weight", True,
-                                            False),
-    "bert/embeddings/LayerNorm/gamma": ("embeddings.LayerNorm.weight", True, False),
-    "bert/embeddings/LayerNorm/beta": ("embeddings.LayerNorm.bias", True, False),
-    "bert/encoder/embedding_hidden_mapping_in/kernel": (_PROJECTION + ".weight", True, True),
-    "bert/encoder/embedding_hidden_mapping_in/bias": (_PROJECTION + ".bias", True, False),
-    "bert/pooler/dense/kernel": ("pooler.weight", True, True),
-    "bert/pooler/dense/bias": ("pooler.bias", True, False),
-    "cls/predictions/transform/dense/kernel": ("predictions.dense.weight", False, True),
-    "cls/predictions/transform/dense/bias": ("predictions.dense.bias", False, False),
-    "cls/predictions/transform/LayerNorm/gamma": ("predictions.LayerNorm.weight", False, False),
-    "cls/predictions/transform/LayerNorm/beta": ("predictions.LayerNorm.bias", False, False),
-    "cls/predictions/output_bias": ("predictions.bias", False, False),
-    "cls/seq_relationship/output_weights": ("sop_classifier.classifier.weight", False, False),
-    "cls/seq_relationship/output_bias": ("sop_classifier.classifier.bias", False, False),
-    "output_weights": ("classifier.weight", False, False),
-    "output_bias": ("classifier.bias", False, False),
-    "cls/squad/output_weights": ("qa_outputs.weight", False, False),
-    "cls/squad/output_bias": ("qa_outputs.bias", False, False),
-}
-
-def hf_key(name, encoder_prefix=_PREFIX):
-  """The HF key of an original variable name, and whether its value is transposed.
-
-  Args:
-    name: an original TF1 name (`bert/...`, `cls/...`, `output_weights`, ...).
-    encoder_prefix: prepended to the encoder's keys: "albert." in the task models' checkpoints,
-      "" in an AlbertModel's.
-
-  Returns:
-    (key, transposed).
-
-  Raises:
-    KeyError: for a name that has no HF counterpart (naming it).
-  """
-  match = _LAYER_NAME.fullmatch(name)
-  if match and match.group(3) in _LAYER:
-    group, inner, rest = match.groups()
-    suffix, transposed = _LAYER[rest]
-    return (f"{encoder_prefix}encoder.albert_layer_groups.{group}.albert_layers.{inner}."
-            f"{suffix}", transposed)
-  if name not in _FIXED:
-    raise errors.MissingKeyError(f"variable {name} has no Hugging Face counterpart")
-  key, prefixed, transposed = _FIXED[name]
-  return (encoder_prefix + key if prefixed else key), transposed
 
 
 def is_hf_checkpoint(path):
@@ -186,7 +107,8 @@ class _Reader:
     return np.ascontiguousarray(self._value(key))
 
 
-def load_hf_checkpoint(model: keras.Model, path: str, init_from_group0: bool = False) -> "original.LoadReport":
+def load_hf_checkpoint(model: keras.Model, path: str,
+                       init_from_group0: bool = False) -> original.LoadReport:
   """Loads a Hugging Face ALBERT checkpoint (transformers' save_pretrained) into `model`.
 
   Sources: AlbertModel (keys without `albert.`), AlbertForPreTraining, AlbertForMaskedLM,
@@ -209,9 +131,9 @@ def load_hf_checkpoint(model: keras.Model, path: str, init_from_group0: bool = F
     KeyError: encoder variables the checkpoint lacks (the config does not match it).
   """
   path = os.fspath(path)
-  model.config.check_hf_can_hold()
+  hf_config.check_hf_can_hold(model.config)
   tensors = read_safetensors(path)
-  prefix = _PREFIX if any(k.startswith(_PREFIX) for k in tensors) else ""
+  prefix = PREFIX if any(k.startswith(PREFIX) for k in tensors) else ""
   targets = layout.original_variable_map(model)
   sources, transposed = {}, set()
   for name in targets:
@@ -222,10 +144,10 @@ def load_hf_checkpoint(model: keras.Model, path: str, init_from_group0: bool = F
       sources[name] = key
       if flip:
         transposed.add(key)
-  used = set(sources.values()) | set(_TIED)
+  used = set(sources.values()) | set(TIED)
   used |= _check_projection(targets, tensors, prefix, path)
   _check_encoder(targets, sources, path, init_from_group0)
-  original.check_layers_used([k for k in tensors if _HF_LAYERS in k and k not in used], path)
+  original.check_layers_used([k for k in tensors if HF_LAYERS in k and k not in used], path)
   loaded, missing, from_group0 = original.load_variables(
       targets, sources, _Reader(tensors, transposed), path, init_from_group0,
       strict_encoder=False)
@@ -237,7 +159,7 @@ def _check_projection(targets, tensors, prefix, path):
   """HF always has embedding_hidden_mapping_in; the original has none when E == H. An identity
   projection with zero bias (what save_hf_checkpoint writes then) changes nothing: the keys are
   taken as used. Returns those keys."""
-  weight, bias = prefix + _PROJECTION + ".weight", prefix + _PROJECTION + ".bias"
+  weight, bias = prefix + PROJECTION + ".weight", prefix + PROJECTION + ".bias"
   if "bert/encoder/embedding_hidden_mapping_in/kernel" in targets or weight not in tensors:
     return set()
   w, b = tensors[weight], tensors.get(bias)
@@ -266,12 +188,12 @@ def _check_encoder(targets, sources, path, init_from_group0):
         f"Hugging Face checkpoint {path} lacks {len(absent)} encoder weights the model has "
         f"({listing}{' ...' if len(absent) > 10 else ''}). The albert_config does not match the "
         "checkpoint's config.json: compare num_hidden_groups, inner_group_num and embedding_size "
-        "(or build the config with AlbertConfig.from_hf_config)")
+        "(or build the config with albert_tf.checkpoints.hf_config.from_hf_config)")
 
 
 def hf_tensors(model):
   """{HF key: float32 array} of the model's weights, as transformers' save_pretrained writes
-  them for the matching architecture (the model class's HF_ARCHITECTURE).
+  them for the matching architecture (the model's hf_heads.HfHead).
 
   Args:
     model: AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice or
@@ -284,10 +206,10 @@ def hf_tensors(model):
     The tensors: for an AlbertModel without the `albert.` prefix; for AlbertSpanLabeler without
     the pooler (transformers' AlbertForQuestionAnswering has none); the tied decoder not written.
   """
-  kind = architecture(model)
-  model.config.check_hf_can_hold()
-  prefix = "" if kind == "AlbertModel" else _PREFIX
-  pooler = getattr(model, "HF_POOLER", True)
+  kind = hf_heads.architecture(model)
+  hf_config.check_hf_can_hold(model.config)
+  prefix = "" if kind == "AlbertModel" else PREFIX
+  pooler = hf_heads.for_model(model).pooler
   tensors = {}
   for name, variable in layout.original_variable_map(model).items():
     if not pooler and name.startswith("bert/pooler/"):
@@ -296,26 +218,11 @@ def hf_tensors(model):
     value = variable.numpy().astype(np.float32)
     tensors[key] = np.ascontiguousarray(value.T if transposed else value)
   hidden = model.config.hidden_size
-  if prefix + _PROJECTION + ".weight" not in tensors:
+  if prefix + PROJECTION + ".weight" not in tensors:
     # E == H: the original has no projection, HF always has one. The identity is exact.
-    tensors[prefix + _PROJECTION + ".weight"] = np.eye(hidden, dtype=np.float32)
-    tensors[prefix + _PROJECTION + ".bias"] = np.zeros(hidden, np.float32)
+    tensors[prefix + PROJECTION + ".weight"] = np.eye(hidden, dtype=np.float32)
+    tensors[prefix + PROJECTION + ".bias"] = np.zeros(hidden, np.float32)
   return tensors
-
-
-def architecture(model):
-  """The transformers class name matching `model`: its class's HF_ARCHITECTURE (each model
-  declares its own; see albert_tf.models.AlbertTask).
-
-  Raises:
-    TypeError: for a model transformers has no counterpart of (naming it).
-  """
-  kind = getattr(model, "HF_ARCHITECTURE", None)
-  if kind is None:
-    raise TypeError(f"no Hugging Face architecture is known for {type(model).__name__}: export a "
-                    "model whose class declares HF_ARCHITECTURE (AlbertModel, AlbertPretrainer, "
-                    "AlbertClassifier, AlbertMultipleChoice, AlbertSpanLabeler, a task's model)")
-  return kind
 
 
 def write_safetensors(tensors, path):
@@ -337,7 +244,7 @@ def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optio
 
   Args:
     model: AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice,
-      AlbertSpanLabeler or a task's model: any whose class declares HF_ARCHITECTURE.
+      AlbertSpanLabeler or a task's model: any with an architecture in hf_heads.
     directory: the directory to write (created if missing); any TF file system.
     spm_model_file: the SentencePiece model the checkpoint was trained with, or None.
     do_lower_case: whether the tokenizer lower-cases text (the released models do).
@@ -350,14 +257,13 @@ def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optio
     ValueError: for a model HF cannot hold (parameter_sharing shared-attention or shared-FFN).
   """
   directory = os.fspath(directory)
-  kind = architecture(model)
+  kind = hf_heads.architecture(model)
   tensors = hf_tensors(model)
   io.makedirs(directory)
-  config = model.config.to_hf_config(architecture=kind,
-                                     num_labels=getattr(model, "num_labels", None))
-  # The head's own fields (its label names, problem_type; None drops one), as the task declares.
-  hook = getattr(model, "hf_config_fields", None)
-  for field, value in (hook() if hook else {}).items():
+  config = hf_config.to_hf_config(model.config, architecture=kind,
+                                  num_labels=getattr(model, "num_labels", None))
+  # The head's own fields (its label names, problem_type; None drops one).
+  for field, value in hf_heads.config_fields(model).items():
     if value is None:
       config.pop(field, None)
     else:
@@ -366,31 +272,12 @@ def save_hf_checkpoint(model: keras.Model, directory: str, spm_model_file: Optio
   if spm_model_file:
     io.copy(spm_model_file, os.path.join(directory, SPM_NAME))
     io.write_text_atomically(os.path.join(directory, TOKENIZER_CONFIG_NAME),
-                             json.dumps(tokenizer_config(model.config, do_lower_case),
+                             json.dumps(hf_config.tokenizer_config(model.config, do_lower_case),
                                         indent=2, sort_keys=True) + "\n")
   # config.json last: from_pretrained looks for it first, so a directory with it is complete.
   io.write_text_atomically(os.path.join(directory, CONFIG_NAME),
                            json.dumps(config, indent=2, sort_keys=True) + "\n")
   return directory
-
-
-def tokenizer_config(config, do_lower_case=True):
-  """transformers' AlbertTokenizer settings for the original's SentencePiece preprocessing
-  (albert_tf.tokenization: spaces collapsed, accents stripped, lower-cased when asked)."""
-  return {
-      "tokenizer_class": "AlbertTokenizer",
-      "do_lower_case": bool(do_lower_case),
-      "remove_space": True,
-      "keep_accents": False,
-      "bos_token": "[CLS]",
-      "eos_token": "[SEP]",
-      "cls_token": "[CLS]",
-      "sep_token": "[SEP]",
-      "unk_token": "<unk>",
-      "pad_token": "<pad>",
-      "mask_token": "[MASK]",
-      "model_max_length": config.max_position_embeddings,
-  }
 
 
 def companion_file(checkpoint, name):
@@ -418,20 +305,20 @@ def model_config(albert_config_file, init_checkpoint):
 
   Raises:
     ValueError: when neither gives a config (saying which flag to set); when both are there and
-      disagree on a field they share (see check_configs_agree), or with the albert_config.json
-      beside the checkpoint on its architecture (companions.check_config_beside).
+      disagree on a field they share (see hf_config.check_configs_agree), or with the
+      albert_config.json beside the checkpoint on its architecture
+      (companions.check_config_beside).
   """
-  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
-  hf_config = companion_file(init_checkpoint, CONFIG_NAME)
+  hf_file = companion_file(init_checkpoint, CONFIG_NAME)
   if albert_config_file:
     config = AlbertConfig.from_json_file(albert_config_file)
-    if hf_config:
-      check_configs_agree(config, albert_config_file, hf_config)
+    if hf_file:
+      hf_config.check_configs_agree(config, albert_config_file, hf_file)
     else:
       companions.check_config_beside(config, albert_config_file, init_checkpoint)
     return config, albert_config_file
-  if hf_config:
-    return AlbertConfig.from_hf_config(hf_config), hf_config
+  if hf_file:
+    return hf_config.from_hf_config(hf_file), hf_file
   kept = companions.beside(init_checkpoint, companions.CONFIG_NAME)
   if kept:
     return AlbertConfig.from_json_file(kept), kept
@@ -439,41 +326,3 @@ def model_config(albert_config_file, init_checkpoint):
       "no model config: give --albert_config_file, or an --init_checkpoint with its config: a "
       f"run's output_dir or a checkpoint with {companions.CONFIG_NAME} beside it, a Hugging "
       "Face directory with config.json, or a keras-hub preset")
-
-
-def check_configs_agree(config, config_file, hf_config_file):
-  """Raises unless the AlbertConfig `config` (read from `config_file`, --albert_config_file) and
-  the HF config.json `hf_config_file` of the checkpoint describe the same model: every field
-  they share (sizes, vocab_size, hidden_act, dropouts, initializer_range, ...) equal, HF's
-  activation and layer_norm_eps one the original has (the checkpoint was trained with them).
-
-  Raises:
-    ValueError: naming both files, the field and both values.
-  """
-  # pylint: disable=import-outside-toplevel,protected-access
-  from albert_tf.core import config as configs
-  fields, activations, eps = configs._DEFAULTS, configs._HF_ACTIVATIONS, configs._LAYER_NORM_EPS
-  # pylint: enable=import-outside-toplevel,protected-access
-  values = configs.read_hf_config_json(hf_config_file)
-
-  def disagree(field, ours, theirs, why=""):
-    return errors.ConfigError(
-        f"--albert_config_file={config_file} and {hf_config_file} (the config.json of "
-        f"--init_checkpoint) disagree on `{field}`: {ours!r} vs {theirs!r}{why}. The checkpoint "
-        f"was trained with its config.json: drop --albert_config_file to use it, or fix "
-        f"{config_file}")
-
-  act = values.get("hidden_act", "gelu_new")
-  if activations.get(act) != str(config.hidden_act).lower():
-    why = (" (HF's 'gelu' is the exact erf GELU, which the original ALBERT has not; our 'gelu' "
-           "is HF's 'gelu_new', the tanh approximation)" if act == "gelu" else "")
-    raise disagree("hidden_act", config.hidden_act, act, why)
-  if values.get("layer_norm_eps", eps) != eps:
-    raise disagree("layer_norm_eps", eps, values["layer_norm_eps"],
-                   " (the original ALBERT's layer norm epsilon, fixed in this model)")
-  for field, expected in (("position_embedding_type", "absolute"), ("model_type", "albert")):
-    if values.get(field, expected) != expected:
-      raise disagree(field, expected, values[field], " (the only one the original ALBERT has)")
-  for field in fields:
-    if field != "hidden_act" and field in values and values[field] != getattr(config, field):
-      raise disagree(field, getattr(config, field), values[field])

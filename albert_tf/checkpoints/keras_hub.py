@@ -5,8 +5,8 @@ A keras-hub ALBERT preset is a directory with config.json (the AlbertBackbone's 
 assets/tokenizer/vocabulary.spm (AlbertTokenizer's SentencePiece model) and, for a task preset
 (AlbertTextClassifier, AlbertMaskedLM), task.json and task.weights.h5 with the head too. The
 preset carries the config and the SentencePiece model, so a binary given one as
---init_checkpoint needs neither --albert_config_file nor --spm_model_file (model_config and
-spm_model_file below).
+--init_checkpoint needs neither --albert_config_file nor --spm_model_file (formats.model_config
+and formats.spm_model_file take them from it).
 
 keras-hub's AlbertBackbone is the original's all-shared architecture with one `dropout` for
 both dropouts, the tanh GELU (our "gelu") and layer norm epsilon 1e-12; it always has the
@@ -15,18 +15,21 @@ embedding projection, which the original has only when embedding_size != hidden_
 Keras' .weights.h5 groups a layer's variables under `<layer path>/vars/<index>` and stores the
 layer's own name in that group's `name` attribute; the layer paths are auto-generated
 (`dense_1`), the names are what keras-hub chose (`pooled_dense`), so weights go by their names:
-`pooled_dense/0`, `group_0_inner_layer_0/self_attention_layer/query/0`.
+`pooled_dense/0`, `group_0_inner_layer_0/self_attention_layer/query/0` (their original names:
+keras_hub_names).
 """
 
 import io as _pyio
 import json
 import os
-import re
 
 import numpy as np
 
 from albert_tf.core import errors
 from albert_tf.core import io
+from albert_tf.core.config import AlbertConfig
+from albert_tf.checkpoints import layout, original
+from albert_tf.checkpoints.keras_hub_names import PROJECTION, original_name, original_value
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.weights.h5"
@@ -35,59 +38,6 @@ METADATA_NAME = "metadata.json"  # keras and keras-hub versions, written by save
 SPM_PATH = os.path.join("assets", "tokenizer", "vocabulary.spm")
 BACKBONE = "keras_hub>AlbertBackbone"
 _KERAS_HUB = "keras_hub>"
-
-# keras-hub weight name -> original name (backbone: model.weights.h5; heads: task.weights.h5).
-_FIXED = {
-    "token_embedding/0": "bert/embeddings/word_embeddings",
-    "position_embedding/0": "bert/embeddings/position_embeddings",
-    "segment_embedding/0": "bert/embeddings/token_type_embeddings",
-    "embeddings_layer_norm/0": "bert/embeddings/LayerNorm/gamma",
-    "embeddings_layer_norm/1": "bert/embeddings/LayerNorm/beta",
-    "embedding_projection/0": "bert/encoder/embedding_hidden_mapping_in/kernel",
-    "embedding_projection/1": "bert/encoder/embedding_hidden_mapping_in/bias",
-    "pooled_dense/0": "bert/pooler/dense/kernel",
-    "pooled_dense/1": "bert/pooler/dense/bias",
-    # AlbertTextClassifier: Dense(num_classes) on the pooled output; kernel [H, L] is
-    # transposed to the original's [L, H] (see _HEAD_TRANSPOSED).
-    "logits/0": "output_weights",
-    "logits/1": "output_bias",
-    # AlbertMaskedLM: the decoder is tied to the token embedding, as the original's.
-    "mlm_head/intermediate_dense/0": "cls/predictions/transform/dense/kernel",
-    "mlm_head/intermediate_dense/1": "cls/predictions/transform/dense/bias",
-    "mlm_head/intermediate_layer_norm/0": "cls/predictions/transform/LayerNorm/gamma",
-    "mlm_head/intermediate_layer_norm/1": "cls/predictions/transform/LayerNorm/beta",
-    "mlm_head/0": "cls/predictions/output_bias",
-}
-_HEAD_TRANSPOSED = ("logits/0",)
-
-# Under `group_{g}_inner_layer_{i}/` -> (original name under `.../group_g/inner_group_i/`, how
-# keras' EinsumDense shapes fold into the original's 2-D ones).
-_FOLD_HEADS_OUT = "[H, N, D] -> [H, N*D]"   # query/key/value kernels
-_FOLD_BIAS = "[N, D] -> [N*D]"
-_FOLD_HEADS_IN = "[N, D, H] -> [N*D, H]"    # the attention output kernel
-_LAYER = {
-    "self_attention_layer/query/0": ("attention_1/self/query/kernel", _FOLD_HEADS_OUT),
-    "self_attention_layer/query/1": ("attention_1/self/query/bias", _FOLD_BIAS),
-    "self_attention_layer/key/0": ("attention_1/self/key/kernel", _FOLD_HEADS_OUT),
-    "self_attention_layer/key/1": ("attention_1/self/key/bias", _FOLD_BIAS),
-    "self_attention_layer/value/0": ("attention_1/self/value/kernel", _FOLD_HEADS_OUT),
-    "self_attention_layer/value/1": ("attention_1/self/value/bias", _FOLD_BIAS),
-    "self_attention_layer/attention_output/0": ("attention_1/output/dense/kernel",
-                                                _FOLD_HEADS_IN),
-    "self_attention_layer/attention_output/1": ("attention_1/output/dense/bias", None),
-    "self_attention_layer_norm/0": ("LayerNorm/gamma", None),
-    "self_attention_layer_norm/1": ("LayerNorm/beta", None),
-    "feedforward_intermediate_dense/0": ("ffn_1/intermediate/dense/kernel", None),
-    "feedforward_intermediate_dense/1": ("ffn_1/intermediate/dense/bias", None),
-    "feedforward_output_dense/0": ("ffn_1/intermediate/output/dense/kernel", None),
-    "feedforward_output_dense/1": ("ffn_1/intermediate/output/dense/bias", None),
-    "feedforward_layer_norm/0": ("LayerNorm_1/gamma", None),
-    "feedforward_layer_norm/1": ("LayerNorm_1/beta", None),
-}
-_LAYER_NAME = re.compile(r"group_(\d+)_inner_layer_(\d+)/(.+)")
-_PROJECTION = ("bert/encoder/embedding_hidden_mapping_in/kernel",
-               "bert/encoder/embedding_hidden_mapping_in/bias")
-
 
 def _read_json(path):
   try:
@@ -100,14 +50,14 @@ def _registered_name(values):
   return str(values.get("registered_name") or "") if isinstance(values, dict) else ""
 
 
-def _broken_preset(path):
+def preset_problem(path):
   """Why directory `path`, a keras-hub preset by its files (model.weights.h5 or metadata.json,
   which keras-hub's save_to_preset writes, or a config.json naming a keras_hub> class), cannot
   be read as one: config.json or model.weights.h5 missing, or config.json not valid JSON.
-  None for an intact preset, and for anything that is no keras-hub preset at all (a Hugging
-  Face directory among them: its config.json is transformers')."""
-  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
-  if not path or not io.isdir(os.fspath(path)) or hf.is_hf_checkpoint(path):
+  None for an intact preset, and for anything that is no keras-hub preset at all. A Hugging
+  Face directory is not asked: its config.json is transformers' (formats.check_preset tells it
+  apart first)."""
+  if not path or not io.isdir(os.fspath(path)):
     return None
   path = os.fspath(path)
   config_file, weights = os.path.join(path, CONFIG_NAME), os.path.join(path, WEIGHTS_NAME)
@@ -129,19 +79,6 @@ def _broken_preset(path):
   if not io.exists(weights):
     return (f"keras-hub preset {path} has no {WEIGHTS_NAME} (the backbone's weights): {again}")
   return None
-
-
-def check_preset(path):
-  """Raises when `path` is a keras-hub preset missing a file or with a corrupt config.json
-  (see _broken_preset): one error naming the file, before anything reads the directory as a
-  checkpoint of another kind (and fails for another reason).
-
-  Raises:
-    errors.CheckpointError: naming the file and the fix.
-  """
-  problem = _broken_preset(path)
-  if problem:
-    raise errors.CheckpointError(problem)
 
 
 def _preset_config(path):
@@ -216,7 +153,6 @@ def albert_config(path):
     errors.CheckpointError: not an ALBERT preset.
     errors.ConfigError: a config.json lacking one of AlbertBackbone's fields (names it).
   """
-  from albert_tf.core.config import AlbertConfig  # pylint: disable=import-outside-toplevel
   values = _albert_values(path)
   ours = {"vocab_size": "vocabulary_size", "embedding_size": "embedding_dim",
           "hidden_size": "hidden_dim", "num_hidden_layers": "num_layers",
@@ -285,29 +221,6 @@ def read_weights(h5_file):
   return tensors
 
 
-def _fold(value, how):
-  if how == _FOLD_HEADS_OUT:
-    return value.reshape(value.shape[0], -1)
-  if how == _FOLD_BIAS:
-    return value.reshape(-1)
-  if how == _FOLD_HEADS_IN:
-    return value.reshape(-1, value.shape[-1])
-  return value
-
-
-def original_name(key):
-  """The original TF1 name of keras-hub weight `key`, and how its value is reshaped (None: as
-  it is), or (None, None) for a weight the original has no counterpart of."""
-  match = _LAYER_NAME.fullmatch(key)
-  if match and match.group(3) in _LAYER:
-    group, inner, rest = match.groups()
-    name, how = _LAYER[rest]
-    return f"bert/encoder/transformer/group_{group}/inner_group_{inner}/{name}", how
-  if key in _FIXED:
-    return _FIXED[key], ("transpose" if key in _HEAD_TRANSPOSED else None)
-  return None, None
-
-
 def preset_tensors(path):
   """The weights of keras-hub ALBERT preset `path` under their original names.
 
@@ -335,8 +248,7 @@ def preset_tensors(path):
       if name is None:
         unmapped.append(f"{file_name}:{key}")
         continue
-      value = value.T if how == "transpose" else _fold(value, how)
-      tensors[name] = np.ascontiguousarray(value, dtype=np.float32)
+      tensors[name] = original_value(value, how)
   return tensors, unmapped
 
 
@@ -358,7 +270,7 @@ def load_keras_hub_preset(model, path, init_from_group0=False):
   """Loads keras-hub ALBERT preset `path` (backbone, and a task preset's head) into `model`.
 
   Args:
-    model: any albert_tf model; build it from albert_config(path) (model_config does).
+    model: any albert_tf model; build it from albert_config(path) (formats.model_config does).
     path: the preset directory; any TF file system.
     init_from_group0: initialise layer groups the preset lacks from its group 0.
 
@@ -373,8 +285,6 @@ def load_keras_hub_preset(model, path, init_from_group0=False):
     errors.MissingKeyError: encoder weights the preset lacks, or transformer layers the model
       has no place for (the config does not match the preset's).
   """
-  # pylint: disable-next=import-outside-toplevel
-  from albert_tf.checkpoints import layout, original
   path = os.fspath(path)
   tensors, unmapped = preset_tensors(path)
   targets = layout.original_variable_map(model)
@@ -392,7 +302,7 @@ def _identity_projection(targets, tensors, path):
   """keras-hub always has the embedding projection; the original has none when E == H. An
   identity kernel with zero bias changes nothing and is taken as used; a learned one cannot be
   represented. Returns the names taken as used."""
-  kernel, bias = _PROJECTION
+  kernel, bias = PROJECTION
   if kernel in targets or kernel not in tensors:
     return set()
   w, b = tensors[kernel], tensors.get(bias)
@@ -403,84 +313,3 @@ def _identity_projection(targets, tensors, path):
       f"keras-hub preset {path} has a learned embedding projection {list(w.shape)} (keras-hub "
       "always has one), but embedding_size == hidden_size, for which the original ALBERT has "
       "no projection: this preset cannot be represented in the original architecture")
-
-
-# -- what the binaries take from a preset -----------------------------------------------------
-def model_config(albert_config_file, init_checkpoint):
-  """The model config of a binary: a keras-hub preset's when --init_checkpoint is one (checked
-  against --albert_config_file when that is given too), else hf.model_config's answer.
-
-  Args:
-    albert_config_file: --albert_config_file, or None.
-    init_checkpoint: --init_checkpoint, or None.
-
-  Returns:
-    (AlbertConfig, the file it was read from).
-
-  Raises:
-    errors.ConfigError: --albert_config_file describes another model than the preset (names
-      the field and both values).
-    errors.UsageError: no config at all (see hf.model_config).
-    errors.CheckpointError: a keras-hub preset missing a file or with a corrupt config.json
-      (check_preset).
-  """
-  from albert_tf.checkpoints import hf  # pylint: disable=import-outside-toplevel
-  check_preset(init_checkpoint)
-  if not is_keras_hub_preset(init_checkpoint):
-    return hf.model_config(albert_config_file, init_checkpoint)
-  config = albert_config(init_checkpoint)
-  preset_file = os.path.join(os.fspath(init_checkpoint), CONFIG_NAME)
-  if not albert_config_file:
-    return config, preset_file
-  # pylint: disable-next=import-outside-toplevel
-  from albert_tf.core.config import ARCHITECTURE_FIELDS, AlbertConfig
-  given = AlbertConfig.from_json_file(albert_config_file)
-  # Dropout is left out: keras-hub has one for both, and fine-tuning may choose its own.
-  for field in ARCHITECTURE_FIELDS:
-    if getattr(given, field) != getattr(config, field):
-      raise errors.ConfigError(
-          f"--albert_config_file={albert_config_file} contradicts the keras-hub preset "
-          f"--init_checkpoint={init_checkpoint}: {field} is {getattr(given, field)!r} there and "
-          f"{getattr(config, field)!r} in {preset_file}. Drop --albert_config_file (the preset "
-          "has its config) or fix it")
-  return given, albert_config_file
-
-
-def spm_model_file(spm_model, vocab_file, init_checkpoint):
-  """The SentencePiece model of a binary: --spm_model_file, else a keras-hub preset's
-  vocabulary.spm, else an HF directory's spiece.model, else the one a fine-tuning run kept in
-  its output_dir (companions.keep_tokenizer) beside the checkpoint (the last three when
-  --vocab_file is not given either).
-
-  Args:
-    spm_model: --spm_model_file, or None.
-    vocab_file: --vocab_file, or None.
-    init_checkpoint: --init_checkpoint, or None.
-
-  Returns:
-    The file, or None (a WordPiece model, or nothing to take it from).
-
-  Raises:
-    errors.UsageError: --vocab_file (WordPiece) or another --spm_model_file than the one of a
-      keras-hub preset --init_checkpoint.
-    errors.CheckpointError: as check_preset.
-  """
-  # pylint: disable-next=import-outside-toplevel
-  from albert_tf.checkpoints import companions, hf
-  check_preset(init_checkpoint)
-  if not is_keras_hub_preset(init_checkpoint):
-    if spm_model or vocab_file:
-      return spm_model
-    return (hf.companion_file(init_checkpoint, hf.SPM_NAME)
-            or companions.kept_spm_model(init_checkpoint))
-  own = preset_spm_model(init_checkpoint)
-  if vocab_file:
-    raise errors.UsageError(
-        f"--vocab_file={vocab_file} contradicts the keras-hub preset --init_checkpoint="
-        f"{init_checkpoint}, whose tokenizer is SentencePiece ({SPM_PATH}): drop --vocab_file")
-  if spm_model and own and io.sha256(spm_model) != io.sha256(own):
-    raise errors.UsageError(
-        f"--spm_model_file={spm_model} is not the SentencePiece model of the keras-hub preset "
-        f"--init_checkpoint={init_checkpoint} ({own}): drop --spm_model_file to use the "
-        "preset's")
-  return spm_model or own

@@ -58,11 +58,3 @@ def is_layer_name(name: str) -> bool:
 def is_model_weight_name(name: str) -> bool:
   """False for optimizer slots and global_step, which are never model weights."""
   return name not in NON_MODEL_VARIABLES and not name.endswith(OPTIMIZER_SLOT_SUFFIXES)
-
-
-def is_foreign_layout(path) -> bool:
-  """True for a checkpoint that is no TF checkpoint at all: a Hugging Face one (safetensors) or
-  a keras-hub preset (.weights.h5); they hold no global step and no object graph."""
-  # pylint: disable-next=import-outside-toplevel
-  from albert_tf.checkpoints import hf, keras_hub
-  return bool(path) and (hf.is_hf_checkpoint(path) or keras_hub.is_keras_hub_preset(path))

@@ -57,7 +57,7 @@ def resolve_checkpoint_path(path):
   latest model.ckpt-N its `checkpoint` state file names: the best evaluation is what the run
   reported (eval_results.txt, its predictions) and exported (--export_dir), and what a later
   fine-tuning step left may be worse. Any other directory resolves to its latest checkpoint.
-  Training's resume of its own output_dir reads the state file itself (training.runner), not
+  Training's resume of its own output_dir reads the state file itself (training.checkpointing), not
   this.
 
   Args:

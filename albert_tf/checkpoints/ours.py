@@ -1,13 +1,13 @@
-"""Our own (object-based, tf.train.Checkpoint) checkpoints, and loading either layout."""
+"""Our own (object-based, tf.train.Checkpoint) checkpoints: telling them from the released
+layout, and loading them (formats.load_checkpoint picks the format)."""
 
 import collections
 
-import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from albert_tf.core import errors
-from albert_tf.checkpoints import hf, keras_hub, layout, original
+from albert_tf.checkpoints import layout, original
 
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Children of the root of a Runner's checkpoint that hold training state, not model weights.
@@ -26,60 +26,24 @@ def is_original_layout(prefix):
   return any(n.startswith("bert/") for n in names)
 
 
-def checkpoint_global_step(path):
-  """The global step stored in a checkpoint of either layout (0 when it holds none, as a
-  Hugging Face checkpoint or a keras-hub preset)."""
-  if layout.is_foreign_layout(path):
-    return 0
-  reader = original.checkpoint_reader(original.resolve_checkpoint_path(path))
-  for name in ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"):
-    if reader.has_tensor(name):
-      return int(reader.get_tensor(name))
-  return 0
-
-
-def load_checkpoint(model: keras.Model, path: str,
-                    init_from_group0: bool = False) -> original.LoadReport:
-  """Loads weights from a released/original TF1 checkpoint, one of ours, a Hugging Face one or a
-  keras-hub preset.
-
-  The layout is detected (a `*.safetensors` file or a directory holding model.safetensors is
-  Hugging Face's, see checkpoints.hf; a directory with a keras-hub config.json and
-  model.weights.h5 is a keras-hub preset, see checkpoints.keras_hub). Only model weights are read (no optimizer state). Every
-  layout follows the same rules: a task head the checkpoint lacks stays as initialised (listed as
-  missing).
+def load_ours_checkpoint(model, prefix, init_from_group0=False):
+  """Loads one of our checkpoints (a resolved prefix) into `model`: finds each model variable's
+  key through the checkpoint's object graph, then loads as the original layout does.
+  tf.train.Checkpoint's own restore would leave variables the checkpoint lacks at their random
+  values without a word.
 
   Args:
-    model: any albert_tf model (AlbertModel, AlbertPretrainer, AlbertClassifier, ...).
-    path: a checkpoint prefix or a directory (its latest checkpoint), an HF directory or
-      model.safetensors, or a keras-hub preset directory; any TF file system.
+    model: any albert_tf model (see layout.model_parts).
+    prefix: the checkpoint prefix (original.resolve_checkpoint_path's).
     init_from_group0: initialise layer groups the checkpoint lacks from its group 0.
 
   Returns:
-    A LoadReport: loaded, missing and unused variables (its str() is a one-line summary).
+    A LoadReport; unused weights go by their object paths.
 
   Raises:
-    ValueError: a variable of another shape (names it and both shapes).
-    KeyError: encoder variables the checkpoint lacks (the config does not match it).
-    errors.CheckpointError: a keras-hub preset missing a file or with a corrupt config.json
-      (keras_hub.check_preset).
+    ValueError: a variable of another shape; KeyError: no encoder, or encoder variables the
+      checkpoint lacks, or transformer layers the model has no place for.
   """
-  # A keras-hub preset missing a file would otherwise be read as a TF checkpoint directory.
-  keras_hub.check_preset(path)
-  if path is not None and str(path) and hf.is_hf_checkpoint(path):
-    return hf.load_hf_checkpoint(model, path, init_from_group0=init_from_group0)
-  if path is not None and str(path) and keras_hub.is_keras_hub_preset(path):
-    return keras_hub.load_keras_hub_preset(model, path, init_from_group0=init_from_group0)
-  prefix = original.resolve_checkpoint_path(path)
-  if is_original_layout(prefix):
-    return original.load_original_checkpoint(model, prefix, init_from_group0=init_from_group0)
-  return _load_ours(model, prefix, init_from_group0)
-
-
-def _load_ours(model, prefix, init_from_group0):
-  """Finds each model variable's key through the checkpoint's object graph, then loads as the
-  original layout does. tf.train.Checkpoint's own restore would leave variables the checkpoint
-  lacks at their random values without a word."""
   reader = original.checkpoint_reader(prefix)
   graph = _object_graph(reader, prefix)
   held = {child.local_name for child in graph.nodes[0].children}

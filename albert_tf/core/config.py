@@ -26,8 +26,6 @@ ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 # sub-block shared (the original's only model), the attention sub-block shared with a per-layer
 # FFN, the FFN shared with per-layer attention, or nothing shared (one group per layer).
 PARAMETER_SHARING = ("all-shared", "shared-attention", "shared-FFN", "not-shared")
-# What transformers' AlbertModel can hold: it shares whole layers within groups, nothing finer.
-_HF_SHARING = ("all-shared", "not-shared")
 
 # Field -> default, as the original AlbertConfig defines them (xxlarge-shaped defaults).
 _DEFAULTS = {
@@ -48,23 +46,20 @@ _DEFAULTS = {
     "initializer_range": 0.02,
     "parameter_sharing": "all-shared",
 }
+# The fields of every config, in the original's order.
+FIELDS = tuple(_DEFAULTS)
 
 # Fields the original has not: written back only when given or not their default.
 _OURS_ONLY = ("parameter_sharing",)
 # Keys the released configs carry that the model does not use: kept without a warning.
 _RELEASED_UNUSED = ("net_structure_type", "gap_size", "num_memory_blocks")
-# Keys from_hf_config carries over from an HF config.json, for the task heads.
-_HF_EXTRAS = ("num_labels", "classifier_dropout_prob")
+# Task-head settings a config may carry (a Hugging Face config.json's, which
+# checkpoints.hf_config keeps): kept without a warning.
+_HEAD_EXTRAS = ("num_labels", "classifier_dropout_prob")
 
 # How alike (difflib ratio) an unknown key must be to a field to be taken for its typo:
 # hidden_sise, embeding_size or num_hidden_layer are; the released extras above are not.
 _TYPO_CUTOFF = 0.8
-
-# transformers' activation names -> ours. HF's "gelu" is the exact erf GELU: not listed.
-_HF_ACTIVATIONS = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "relu": "relu",
-                   "tanh": "tanh", "linear": "linear"}
-# The original's layer norm epsilon (tf.contrib.layers.layer_norm's), fixed in the model.
-_LAYER_NORM_EPS = 1e-12
 
 _PROBABILITIES = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
@@ -216,13 +211,10 @@ class AlbertConfig:
       FileNotFoundError: when `path` does not exist.
       ValueError: naming `path`, when it is not a JSON object or its values are invalid.
     """
-    if not io.exists(path):
-      raise FileNotFoundError(f"albert config file not found: {path}")
-    with io.open_text(path) as f:
-      try:
-        values = json.load(f)
-      except json.JSONDecodeError as e:
-        raise errors.ConfigError(f"albert config file {path} is not valid JSON: {e}") from e
+    try:
+      values = io.load_json(path, "albert config file")
+    except json.JSONDecodeError as e:
+      raise errors.ConfigError(f"albert config file {path} is not valid JSON: {e}") from e
     if not isinstance(values, dict):
       raise errors.ConfigError(f"albert config file {path} must hold a JSON object")
     try:
@@ -249,112 +241,6 @@ class AlbertConfig:
                      if f.startswith("albert_") and f.endswith("_v2.json"))
       raise errors.ConfigError(f"unknown ALBERT preset {name!r}; known presets: {known}")
     return cls.from_json_file(path)
-
-  @classmethod
-  def from_hf_config(cls, path: str) -> "AlbertConfig":
-    """Reads a Hugging Face transformers ALBERT `config.json`.
-
-    HF's `gelu_new` (and `gelu_pytorch_tanh`) is the original's tanh-approximation GELU, our
-    "gelu"; HF's `gelu` is the exact erf form, which the original has not. `num_labels` (or the
-    length of `id2label`) and `classifier_dropout_prob` are kept as extra keys.
-
-    Args:
-      path: str. The config.json, or the directory holding it.
-
-    Returns:
-      The validated AlbertConfig.
-
-    Raises:
-      FileNotFoundError: when there is no such file.
-      ValueError: naming the file and the key, for a config the original architecture cannot
-        express: hidden_act `gelu` (exact erf) or another HF activation, layer_norm_eps other than
-        1e-12, position_embedding_type other than "absolute", a model_type other than "albert".
-    """
-    if io.isdir(path):
-      path = os.path.join(path, "config.json")
-    values = read_hf_config_json(path)
-    if values.get("model_type", "albert") != "albert":
-      raise errors.ConfigError(f"{path}: model_type is {values['model_type']!r}, not 'albert'")
-    fields = {k: values[k] for k in _DEFAULTS if k in values and k != "hidden_act"}
-    act = values.get("hidden_act", "gelu_new")
-    if act not in _HF_ACTIVATIONS:
-      raise errors.ConfigError(
-          f"{path}: hidden_act {act!r} has no counterpart in the original ALBERT. Its GELU is "
-          "the tanh approximation, HF's 'gelu_new'; HF's 'gelu' is the exact erf form, whose "
-          "outputs differ. Supported: " + ", ".join(sorted(_HF_ACTIVATIONS)))
-    fields["hidden_act"] = _HF_ACTIVATIONS[act]
-    eps = values.get("layer_norm_eps", _LAYER_NORM_EPS)
-    if eps != _LAYER_NORM_EPS:
-      raise errors.ConfigError(
-          f"{path}: layer_norm_eps is {eps!r}; the original ALBERT's layer norm "
-          f"uses {_LAYER_NORM_EPS} (this model cannot change it)")
-    position = values.get("position_embedding_type", "absolute")
-    if position != "absolute":
-      raise errors.ConfigError(
-          f"{path}: position_embedding_type is {position!r}; the original ALBERT "
-          "has only 'absolute'")
-    if "id2label" in values or "num_labels" in values:
-      fields["num_labels"] = values.get("num_labels", len(values.get("id2label") or {}))
-    if "classifier_dropout_prob" in values:
-      fields["classifier_dropout_prob"] = values["classifier_dropout_prob"]
-    try:
-      return cls.from_dict(fields)
-    except ValueError as e:
-      raise errors.ConfigError(f"{path}: {e}") from e
-
-  def check_hf_can_hold(self) -> None:
-    """Raises unless transformers' ALBERT can hold this model (see to_hf_config).
-
-    Raises:
-      ValueError: for parameter_sharing shared-attention or shared-FFN.
-    """
-    if self.parameter_sharing not in _HF_SHARING:
-      raise errors.ConfigError(
-          f"albert config: parameter_sharing {self.parameter_sharing!r} has no Hugging Face "
-          "counterpart: transformers' ALBERT shares whole layers within num_hidden_groups "
-          f"groups, never the attention or the FFN alone. Only {_HF_SHARING} models go to or "
-          "come from HF; keep this one in the released layout, ours or .keras")
-
-  def to_hf_config(self, architecture: str = "AlbertForPreTraining",
-                   num_labels: int | None = None) -> dict:
-    """The config as transformers' ALBERT `config.json` holds it (see `from_hf_config`).
-
-    Args:
-      architecture: str. The transformers class written under `architectures`.
-      num_labels: int or None. Written as id2label / label2id (LABEL_0, ...); None takes the
-        extra key `num_labels` if any.
-
-    Returns:
-      A new dict, ready for json.dump. A not-shared model is written as num_hidden_groups =
-      num_hidden_layers, the same model in HF's terms (from_hf_config reads it back as that).
-
-    Raises:
-      ValueError: for parameter_sharing shared-attention or shared-FFN, which HF's ALBERT cannot
-        hold (it shares whole layers within groups, never one sub-block).
-    """
-    self.check_hf_can_hold()
-    act = self.hidden_act.lower()
-    values = {k: getattr(self, k) for k in _DEFAULTS
-              if k not in ("hidden_act", "down_scale_factor", "parameter_sharing")}
-    values.update({
-        "num_hidden_groups": self.num_parameter_groups,
-        "architectures": [architecture],
-        "model_type": "albert",
-        "hidden_act": "gelu_new" if act == "gelu" else act,
-        "layer_norm_eps": _LAYER_NORM_EPS,
-        "position_embedding_type": "absolute",
-        "classifier_dropout_prob": self.extra.get("classifier_dropout_prob", 0.1),
-        # The original vocabulary's <pad>, [CLS], [SEP].
-        "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3,
-        "tie_word_embeddings": True,
-        "dtype": "float32",
-    })
-    if num_labels is None:
-      num_labels = self.extra.get("num_labels")
-    if num_labels is not None:
-      values["id2label"] = {str(i): f"LABEL_{i}" for i in range(num_labels)}
-      values["label2id"] = {f"LABEL_{i}": i for i in range(num_labels)}
-    return values
 
   def to_dict(self) -> dict:
     """Every field and extra key: those read from JSON first, in their order, then the others.
@@ -422,7 +308,7 @@ class AlbertConfig:
 def _check_unknown_key(key, given):
   """Raises for a likely typo of a field: the model would silently take that field's default
   (hidden_sise: a 4096-wide model). Warns about other keys the model does not use."""
-  if key in _RELEASED_UNUSED or key in _HF_EXTRAS:
+  if key in _RELEASED_UNUSED or key in _HEAD_EXTRAS:
     return
   close = difflib.get_close_matches(key, list(_DEFAULTS), n=1, cutoff=_TYPO_CUTOFF)
   if close:
@@ -449,16 +335,3 @@ def _is_number(value):
   # JSON `true` arrives as a bool, which Python would otherwise take for the number 1.
   return (isinstance(value, (int, float)) and not isinstance(value, bool)
           and math.isfinite(value))
-
-
-def read_hf_config_json(path):
-  """The dict of an HF config.json file (clear errors naming it)."""
-  if not io.exists(path):
-    raise FileNotFoundError(f"Hugging Face config file not found: {path}")
-  try:
-    values = json.loads(io.read_text(path))
-  except json.JSONDecodeError as e:
-    raise errors.ConfigError(f"Hugging Face config file {path} is not valid JSON: {e}") from e
-  if not isinstance(values, dict):
-    raise errors.ConfigError(f"Hugging Face config file {path} must hold a JSON object")
-  return values

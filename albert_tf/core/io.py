@@ -7,11 +7,11 @@ atomically (a hidden temporary renamed into place); input patterns never match t
 temporaries.
 """
 
-import codecs
 import errno
 import glob
 import hashlib
 import io
+import json
 import logging
 import os
 import posixpath
@@ -22,6 +22,7 @@ import uuid
 import weakref
 
 from albert_tf.core import errors
+from albert_tf.core.text_streams import RemoteReader, Utf8Text
 
 logger = logging.getLogger("albert_tf")
 
@@ -217,76 +218,9 @@ def open_text(path, mode="r", newline=None, errors=None):
       return _gfile().GFile(path, mode)
     return open(  # pylint: disable=consider-using-with
         path, mode, encoding="utf-8", newline=newline, errors=errors)
-  raw = (io.BufferedReader(_RemoteReader(_gfile().GFile(path, "rb"))) if is_remote(path)
+  raw = (io.BufferedReader(RemoteReader(_gfile().GFile(path, "rb"))) if is_remote(path)
          else open(path, "rb"))  # pylint: disable=consider-using-with
-  return _Utf8Text(path, raw, newline=newline, errors=errors)
-
-
-def _not_utf8(path, error):
-  """errors.DataFormatError for a UnicodeDecodeError met reading `path`: the file is read again
-  as bytes to name where its first invalid byte is (the error itself knows only its chunk)."""
-  with open_binary(path) as f:
-    data = f.read()
-  bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-  try:
-    data[bom:].decode("utf-8")
-    offset = None
-  except UnicodeDecodeError as e:
-    offset = bom + e.start
-  where = ""
-  if offset is not None:
-    line = data.count(b"\n", 0, offset) + 1
-    where = f":{line}: byte {data[offset]:#04x} at offset {offset}"
-  return errors.DataFormatError(
-      f"{path}{where} is not UTF-8 ({error.reason}): the file must be UTF-8; re-save it as "
-      "UTF-8 (e.g. iconv -f latin1 -t utf-8)")
-
-
-class _Utf8Text(io.TextIOWrapper):
-  """open_text's reader: utf-8-sig, with a decoding error raised as errors.DataFormatError."""
-
-  def __init__(self, path, raw, newline=None, errors=None):
-    super().__init__(raw, encoding="utf-8-sig", newline=newline, errors=errors)
-    self._path = path
-
-  def _decoding(self, read, *args):
-    try:
-      return read(*args)
-    except UnicodeDecodeError as e:
-      raise _not_utf8(self._path, e) from None
-
-  def read(self, size=-1):
-    return self._decoding(super().read, size)
-
-  def readline(self, size=-1):
-    return self._decoding(super().readline, size)
-
-  def readlines(self, hint=-1):
-    return self._decoding(super().readlines, hint)
-
-  def __next__(self):
-    return self._decoding(super().__next__)
-
-
-class _RemoteReader(io.RawIOBase):
-  """A GFile as the raw stream io.TextIOWrapper reads (GFile has no readinto)."""
-
-  def __init__(self, gfile):
-    super().__init__()
-    self._file = gfile
-
-  def readable(self):
-    return True
-
-  def readinto(self, buffer):
-    data = self._file.read(len(buffer))
-    buffer[:len(data)] = data
-    return len(data)
-
-  def close(self):
-    if not self.closed:
-      self._file.close()
-    super().close()
+  return Utf8Text(path, raw, open_binary, newline=newline, errors=errors)
 
 
 def read_text(path):
@@ -294,6 +228,19 @@ def read_text(path):
     with open_text(path) as f:
       return f.read()
   return _not_found_as_file_not_found(read, path)
+
+
+def load_json(path, what):
+  """The JSON value of the file at `path` (json.JSONDecodeError as json.load raises it: the
+  caller words what a malformed file means).
+
+  Raises:
+    FileNotFoundError: "<what> not found: <path>".
+  """
+  if not exists(path):
+    raise FileNotFoundError(f"{what} not found: {path}")
+  with open_text(path) as f:
+    return json.load(f)
 
 
 def sha256(path):

@@ -9,21 +9,22 @@ import re
 from albert_tf.core import errors, io
 from albert_tf.checkpoints import labels
 from albert_tf import registry
-from albert_tf.checkpoints import hf, keras_hub, layout, load_checkpoint, original, ours
+from albert_tf.checkpoints import hf, hf_config, hf_heads, keras_hub, layout, load_checkpoint
+from albert_tf.checkpoints import original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.models import AlbertModel, AlbertPretrainer
 from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
 
 def _head_classes():
-  """{(head, problem_type): model class} of every model that declares an HF_HEAD (the core
-  models and each task's, through the registry: export/ sits below the tasks, so it holds no list
-  of them). problem_type None is the head's default class."""
+  """{(head, problem_type): model class} of every model with a Hugging Face head
+  (checkpoints.hf_heads: the core models and each task's, through the registry: export/ sits below
+  the tasks, so it holds no list of them). problem_type None is the head's default class."""
   classes = {}
   for name, module in registry.models().items():
     cls = getattr(importlib.import_module(module), name)
-    head = getattr(cls, "HF_HEAD", None)
-    if head is not None:
-      key = (head, getattr(cls, "HF_PROBLEM_TYPE", None))
+    entry = hf_heads.for_class(cls)
+    if entry is not None:
+      key = (entry.head, entry.problem_type)
       # A subclass (AlbertMultipleChoice of AlbertClassifier) declares its own head: the first
       # class to declare a key is the one that defines it.
       if key not in classes or issubclass(classes[key], cls):
@@ -32,16 +33,17 @@ def _head_classes():
 
 
 _CLASSES = _head_classes()
+# The HfHead of each head's default class.
+_DEFAULTS = {head: hf_heads.for_class(cls) for (head, problem), cls in _CLASSES.items()
+             if problem is None}
 # --head: the head to write (auto: the checkpoint's), and the transformers class of each.
-HEADS = {"auto": None, **{head: cls.HF_ARCHITECTURE for (head, problem), cls in _CLASSES.items()
-                          if problem is None}}
+HEADS = {"auto": None, **{head: entry.architecture for head, entry in _DEFAULTS.items()}}
 # transformers classes -> the head whose weights they hold.
-_HF_HEADS = {arch: head for (head, problem), cls in _CLASSES.items() if problem is None
-             for arch in (cls.HF_ARCHITECTURE, *getattr(cls, "HF_ALIASES", ())) if arch}
+_HF_HEADS = {arch: head for head, entry in _DEFAULTS.items()
+             for arch in (entry.architecture, *entry.aliases) if arch}
 # Each head's weights (other than the encoder's), by the first part of their names in each
 # layout: the released one (top-level names), ours (object paths), Hugging Face's (keys).
-_HEAD_NAMES = {head: cls.HEAD_SCOPES for (head, problem), cls in _CLASSES.items()
-               if problem is None and getattr(cls, "HEAD_SCOPES", ())}
+_HEAD_NAMES = {head: entry.scopes for head, entry in _DEFAULTS.items() if entry.scopes}
 _ENCODER_NAMES = ("bert", "encoder", "albert", "embeddings", "pooler")
 _WHAT_TO_DO = ("export its encoder alone with --head=none (AlbertModel), or keep the head with "
                "--format=released (the original layout)")
@@ -60,9 +62,10 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   classifier's config.json gets its problem_type and, from an own-data run's
   classifier_labels.json beside the checkpoint, its label names (a multi-label run's:
   AlbertMultiLabelClassifier, problem_type multi_label_classification). Which class writes a head
-  is what the model classes declare (HF_HEAD, HF_ARCHITECTURE, HF_PROBLEM_TYPE: see AlbertTask). A head transformers has no class for (SQuAD 2.0's) is refused,
-  as is a head the checkpoint lacks: nothing is written with random weights. The directory is
-  assembled under a temporary name next to it and renamed into place, as export.released does.
+  is what checkpoints.hf_heads declares (each task's in its package's HF_HEADS). A head
+  transformers has no class for (SQuAD 2.0's) is refused, as is a head the checkpoint lacks:
+  nothing is written with random weights. The directory is assembled under a temporary name next
+  to it and renamed into place, as export.released does.
 
   Args:
     config: the AlbertConfig the checkpoint was trained with.
@@ -86,7 +89,7 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
   """
   if head not in HEADS:
     raise errors.UsageError(f"unknown head {head!r}: one of {', '.join(HEADS)}")
-  config.check_hf_can_hold()  # before any loading: shared-attention / shared-FFN cannot go
+  hf_config.check_hf_can_hold(config)  # before any loading: shared-attention / shared-FFN cannot go
   export_dir = checked_export_dir(export_dir)
   if spm_model_file:
     check_vocab_fits(spm_vocab_size(spm_model_file), config.vocab_size, spm_model_file,

@@ -21,12 +21,10 @@ from tensorflow.python.framework.convert_to_constants import (  # pylint: disabl
 from albert_tf.core import errors
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.export.hf import model_for_checkpoint
+from albert_tf.export.portable_heads import HEADS
 from albert_tf.models import AlbertPretrainer
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
-# --head of the portable exports: the heads serving_outputs has outputs for (auto: the
-# checkpoint's; none: the encoder alone).
-HEADS = ("auto", "none", "classifier", "squad_v1", "token_classifier")
 
 
 def load_exportable_model(config, checkpoint, head="auto"):

@@ -5,10 +5,9 @@ from absl import app, flags
 
 from albert_tf.core import errors
 from albert_tf.export import staging
+from albert_tf.export.portable_heads import HEADS
 
 FLAGS = flags.FLAGS
-# export.portable.HEADS, kept here too: this module imports no TensorFlow.
-HEADS = ("auto", "none", "classifier", "squad_v1", "token_classifier")
 
 
 def define_flags(quantize_choices):

@@ -38,25 +38,12 @@ from albert_tf.core import io
 from albert_tf.export.serving_inputs import check_texts, check_token_inputs
 from albert_tf.data.trimming import trim_batch
 from albert_tf.export.staging import write_directory_atomically
-from albert_tf.tokenization.in_graph import InGraphTokenizer
-from albert_tf.tokenization.in_graph_wordpiece import WordpieceInGraphTokenizer
+from albert_tf.tokenization.in_graph_choice import in_graph_tokenizer
 from albert_tf.tokenization.vocab_check import check_vocab_fits
 
 
 def ids_spec(name):
   return tf.TensorSpec([None, None], tf.int32, name=name)
-
-
-def in_graph_tokenizer(spm_model_file=None, vocab_file=None, do_lower_case=True):
-  """The in-graph tokenizer of a SentencePiece model or, without one, a WordPiece vocab.txt (as
-  FullTokenizer chooses)."""
-  if spm_model_file:
-    return InGraphTokenizer(spm_model_file, do_lower_case)
-  if vocab_file:
-    return WordpieceInGraphTokenizer(vocab_file, do_lower_case)
-  raise errors.UsageError(
-      "a raw-text export needs --spm_model_file (SentencePiece) or --vocab_file "
-      "(WordPiece vocab.txt) to tokenize in the graph")
 
 
 def as_float32(outputs):

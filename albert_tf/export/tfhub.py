@@ -27,7 +27,7 @@ vocabulary fails in the embedding lookup on a CPU. Float outputs are float32.
 import tensorflow as tf
 
 from albert_tf.core import errors
-from albert_tf.export.saved_model import in_graph_tokenizer
+from albert_tf.tokenization.in_graph_choice import in_graph_tokenizer
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.tokenization.bert_packing import MASK, TYPE_IDS, WORD_IDS
 from albert_tf.tokenization.vocab_check import check_vocab_fits

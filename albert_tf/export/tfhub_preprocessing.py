@@ -22,7 +22,7 @@ autograph's conversion of the tokenizers would triple the export's time.
 
 import tensorflow as tf
 
-from albert_tf.export.saved_model import in_graph_tokenizer
+from albert_tf.tokenization.in_graph_choice import in_graph_tokenizer
 from albert_tf.export.tfhub import add_tokenizer_assets
 from albert_tf.tokenization import bert_packing
 

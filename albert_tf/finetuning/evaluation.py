@@ -4,13 +4,13 @@ best-checkpoint bookkeeping (eval_results.txt, best_trial.txt, model.ckpt-best).
 import collections
 import math
 import os
-import re
 
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.core import io
 from albert_tf.core.io import write_text_atomically
+from albert_tf.training.checkpointing import checkpoint_steps
 
 
 class Predictor:
@@ -38,17 +38,6 @@ def batch_means(values, batch_size):
   """Mean of each consecutive batch_size slice (the Estimator averages its eval loss so)."""
   values = np.asarray(values, np.float64)
   return [values[i:i + batch_size].mean() for i in range(0, len(values), batch_size)]
-
-
-def checkpoint_steps(directory):
-  """{step: prefix} of the model.ckpt-<step> checkpoints in a directory."""
-  found = {}
-  if io.isdir(directory):
-    for name in io.listdir(directory):
-      m = re.fullmatch(r"model\.ckpt-(\d+)\.index", name)
-      if m:
-        found[int(m.group(1))] = os.path.join(directory, name[:-len(".index")])
-  return dict(sorted(found.items()))
 
 
 class BestCheckpointTracker:

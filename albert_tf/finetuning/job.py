@@ -9,7 +9,6 @@ import logging
 import os
 import time
 
-import keras
 import tensorflow as tf
 
 from albert_tf.core import io
@@ -17,12 +16,13 @@ from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
 from albert_tf.checkpoints import save_original_checkpoint, spm_model_file
 from albert_tf.checkpoints.companions import keep_tokenizer, wordpiece_vocab_file
 from albert_tf.data import epochs
-from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor, checkpoint_steps
+from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor
 from albert_tf.finetuning import feature_cache
 from albert_tf.finetuning.inputs import check_cached_features, in_file_order
 from albert_tf.tokenization import FullTokenizer, check_vocab_fits
 from albert_tf.training import precision, preemption
 from albert_tf.training import strategy as strategies
+from albert_tf.training.checkpointing import checkpoint_steps
 from albert_tf.training.job import Job, UsageError
 
 logger = logging.getLogger("albert_tf")
@@ -214,13 +214,7 @@ class FineTuningJob(Job):
   def serving_model(self):
     """The model to export: self.model, or where --serving_precision asks for another compute
     precision than the job's, a copy built under that policy holding self.model's weights."""
-    policy = precision.serving_policy(self.settings.serving_precision)
-    if keras.mixed_precision.global_policy().name == policy:
-      return self.model
-    with precision.policy_scope(policy):
-      model = self.make_model()
-    model.set_weights(self.model.get_weights())
-    return model
+    return precision.serving_model(self.settings.serving_precision, self.make_model, self.model)
 
   def export_serving(self, module):
     """Writes serving module `module` as a SavedModel under <export_dir>/<timestamp>/ and

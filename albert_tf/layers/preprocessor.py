@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.tokenization import bert_packing
-from albert_tf.export.saved_model import in_graph_tokenizer
+from albert_tf.tokenization.in_graph_choice import in_graph_tokenizer
 
 # The encoder-input names of each `names` choice: TF Hub's, and ours (AlbertModel's).
 NAMES = {

@@ -1,10 +1,11 @@
 """Keras models composed from albert_tf.layers.
 
-Importing this package registers every model (and, through albert_tf.layers, every layer) with
-Keras under the package name "albert_tf", so that `keras.models.load_model` can rebuild them
-from a `.keras` file. `import albert_tf` alone does not import it (the data tools run without
-TensorFlow); `import albert_tf.models`, or any use of `albert_tf.AlbertModel` and the other model
-names, does.
+Importing this package registers its models (and, through albert_tf.layers, every layer) with
+Keras under the package name "albert_tf". `import albert_tf` does not import it (the data tools
+run without TensorFlow), yet is enough for `keras.models.load_model` to rebuild any of our models
+from a `.keras` file: albert_tf.registry.register_with_keras gives Keras a stand-in for each of
+our classes, which imports the class's module the first time Keras reads one. `import
+albert_tf.models`, or any use of `albert_tf.AlbertModel` and the other model names, imports it.
 """
 
 from albert_tf.models.encoder import AlbertModel

@@ -21,9 +21,9 @@ class AlbertModel(ConfiguredModel):
   (`original_variables()`), so that checkpoints load before any call. `summary()` shows each
   layer's output shape, and a call on `keras.Input`s returns symbolic outputs of the shapes below,
   so functional models can be built on the encoder. Registered with Keras as
-  `albert_tf>AlbertModel` when `albert_tf.models` is imported (accessing `albert_tf.AlbertModel`
-  imports it): `model.save("m.keras")`, then `keras.models.load_model("m.keras")` in a process
-  that has imported `albert_tf.models` (`import albert_tf` alone does not).
+  `albert_tf>AlbertModel`: `model.save("m.keras")`, then `keras.models.load_model("m.keras")` in
+  any process that has run `import albert_tf` (albert_tf.registry puts a stand-in for each of our
+  classes in Keras's registry, which imports the class's module the first time Keras reads one).
 
   Args:
     config: an `AlbertConfig`, or its dict. E = embedding_size, H = hidden_size; there is no
@@ -62,10 +62,6 @@ class AlbertModel(ConfiguredModel):
   >>> sorted(model.original_variables())[:2]
   ['bert/embeddings/LayerNorm/beta', 'bert/embeddings/LayerNorm/gamma']
   """
-
-  HF_ARCHITECTURE = "AlbertModel"  # the Hugging Face seam (see AlbertTask)
-  HF_POOLER = True
-  HF_HEAD = "none"
 
   def __init__(self, config: AlbertConfig | dict, **kwargs):
     kwargs.setdefault("name", "albert")

@@ -16,7 +16,7 @@ class AlbertPretrainer(AlbertTask):
   matrix the word-embedding table) and the sentence-order head (`cls/seq_relationship`).
 
   Losses: `albert_tf.models.losses.pretraining_losses`. Registered with Keras as
-  `albert_tf>AlbertPretrainer` when `albert_tf.models` is imported (see `AlbertModel`).
+  `albert_tf>AlbertPretrainer` (see `AlbertModel`).
 
   Args:
     config: an `AlbertConfig`, its dict, or None to take `encoder.config`.
@@ -36,12 +36,16 @@ class AlbertPretrainer(AlbertTask):
 
   Example:
 
+  A pretrainer on a given encoder (the two share its variables):
+
   >>> import numpy as np
   >>> import albert_tf
-  >>> config = albert_tf.AlbertConfig(vocab_size=100, embedding_size=8, hidden_size=16,
-  ...                                 num_hidden_layers=2, num_attention_heads=2,
-  ...                                 intermediate_size=32)
-  >>> model = albert_tf.AlbertPretrainer(config)
+  >>> encoder = albert_tf.AlbertModel(albert_tf.AlbertConfig(
+  ...     vocab_size=100, embedding_size=8, hidden_size=16, num_hidden_layers=2,
+  ...     num_attention_heads=2, intermediate_size=32))
+  >>> model = albert_tf.AlbertPretrainer(encoder=encoder)
+  >>> model.encoder is encoder
+  True
   >>> ids = np.array([[2, 15, 4, 3, 0], [2, 4, 3, 0, 0]], np.int32)
   >>> outputs = model({"input_ids": ids, "input_mask": (ids > 0).astype(np.int32),
   ...                  "masked_lm_positions": np.array([[2, 0], [1, 0]], np.int32)})
@@ -55,12 +59,6 @@ class AlbertPretrainer(AlbertTask):
   >>> float(losses["total_loss"]) > 0
   True
   """
-
-  HF_ARCHITECTURE = "AlbertForPreTraining"
-  HF_ALIASES = ("AlbertForMaskedLM",)
-  HF_HEAD = "pretraining"
-  HEAD_SCOPES = ("cls/predictions", "cls/seq_relationship", "masked_lm", "sentence_order",
-                 "predictions", "sop_classifier")
 
   def __init__(self, config: AlbertConfig | dict | None = None,
                encoder: AlbertModel | None = None, **kwargs):

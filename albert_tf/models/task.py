@@ -1,9 +1,8 @@
 """AlbertTask: what every task model (pretrainer, classifier, span labelers, multiple choice)
-shares: an AlbertModel encoder, made from the config or given, heads on its outputs, and the
-Hugging Face seam (what transformers calls the model, what its export writes)."""
+shares: an AlbertModel encoder, made from the config or given, and heads on its outputs. What
+transformers calls each model is not here: albert_tf.checkpoints.hf_heads holds it."""
 
 import dataclasses
-from typing import Optional
 
 from albert_tf.core.config import AlbertConfig
 from albert_tf.models.base import ConfiguredModel
@@ -41,18 +40,10 @@ class AlbertTask(ConfiguredModel):
   outputs plus each head's) come from that declaration; a model whose heads take more than one
   encoder output defines the three itself.
 
-  The Hugging Face seam, also declared by each task class (read by albert_tf.checkpoints.hf and
-  albert_tf.export.hf, which hold no list of models):
-    HF_ARCHITECTURE: the transformers class whose checkpoint has the same weights, or None.
-    HF_POOLER: whether that class has the pooler (transformers' QA and token classifiers don't).
-    HF_ALIASES: other transformers classes whose checkpoints load into this model.
-    HF_HEAD: export_checkpoints' --head name of this head (None: not exportable by name).
-    HF_PROBLEM_TYPE: with HF_HEAD shared by classes of the same weights, the config.json
-      problem_type that picks this one (None: the default of that head).
-    HEAD_SCOPES: the first parts of the head weights' names in the released layout, ours and
-      Hugging Face's (how a checkpoint's head is recognised).
-    hf_config_fields(): the config.json fields of the head (labels, problem_type).
-    for_export(config, checkpoint, num_labels): the model to load `checkpoint` into for export.
+  Each task class may also define `for_export(config, checkpoint, num_labels)`: the model to
+  load `checkpoint` into for an export (with the label names saved beside it, say). Its Hugging
+  Face head (transformers class, pooler, problem_type) is declared by its task package
+  (HF_HEADS: see albert_tf.checkpoints.hf_heads), not here.
 
   Serialisation (`get_config`, `model.save`) keeps the encoder's config, not the encoder object:
   `from_config` and `keras.models.load_model` make a new encoder (the saved weights then fill it).
@@ -85,12 +76,6 @@ class AlbertTask(ConfiguredModel):
     self.encoder = encoder if encoder is not None else AlbertModel(self.config, name="encoder")
 
   HEADS: tuple = ()
-  HF_ARCHITECTURE: Optional[str] = None
-  HF_POOLER = True
-  HF_ALIASES: tuple = ()
-  HF_HEAD: Optional[str] = None
-  HF_PROBLEM_TYPE: Optional[str] = None
-  HEAD_SCOPES: tuple = ()
 
   def original_variables(self) -> dict:
     """{original name: variable}: the encoder's `bert/...` plus each declared head's."""
@@ -112,15 +97,28 @@ class AlbertTask(ConfiguredModel):
       shapes[head.writes] = getattr(self, head.attribute).compute_output_shape(shapes[head.reads])
     return shapes
 
-  def hf_config_fields(self) -> dict:
-    """config.json fields of the head, over the encoder's (None: drop the field): id2label and
-    label2id of `label_names` when the model has them (transformers' pipelines report labels by
-    these names)."""
-    names = getattr(self, "label_names", None)
-    if not names:
-      return {}
-    return {"id2label": {str(i): name for i, name in enumerate(names)},
-            "label2id": {name: i for i, name in enumerate(names)}}
+  @classmethod
+  def checked_num_labels(cls, num_labels, label_names, note: str = "") -> int:
+    """The number of labels of a labelled head: `num_labels`, else the number of `label_names`.
+
+    Args:
+      num_labels: int >= 1, or None to count label_names.
+      label_names: one name per label, or None.
+      note: said after "an int >= 1" when num_labels is wrong (" (1 for regression)").
+
+    Raises:
+      ValueError: num_labels missing or < 1, or label_names of another length (naming the
+        class).
+    """
+    if num_labels is None and label_names is not None:
+      num_labels = len(label_names)
+    if num_labels is None or num_labels < 1:
+      raise ValueError(f"{cls.__name__}: num_labels must be an int >= 1{note}, got "
+                       f"{num_labels!r}")
+    if label_names is not None and len(label_names) != num_labels:
+      raise ValueError(f"{cls.__name__}: {len(label_names)} label_names for "
+                       f"num_labels={num_labels}; give one name per label")
+    return num_labels
 
   @classmethod
   def for_export(cls, config, checkpoint, num_labels):

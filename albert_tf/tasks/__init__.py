@@ -10,5 +10,13 @@ registers it:
   MODELS = {"AlbertTokenClassifier": "albert_tf.tasks.ner.model"}  # also albert_tf.<name>
   LAYERS = {"TokenLogits": "albert_tf.tasks.ner.model"}            # optional: other classes
 
+and, for a model the Hugging Face export and loader handle, its head there (plain data:
+albert_tf.checkpoints.hf_heads.HfHead's fields; a model without an entry takes the one of the class
+it derives from):
+
+  HF_HEADS = {"AlbertTokenClassifier": {"head": "token_classifier",
+                                        "architecture": "AlbertForTokenClassification",
+                                        "pooler": False}}
+
 See README.md, "Adding a task".
 """

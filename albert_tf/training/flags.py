@@ -8,7 +8,7 @@ import contextlib
 import logging
 import sys
 
-from absl import flags
+from absl import app, flags
 
 from albert_tf.core import settings
 from albert_tf.core.settings import PRECISION_POLICIES, SERVING_POLICIES, STRATEGIES
@@ -92,6 +92,34 @@ def define_export_model_flags():
                       "SentencePiece model, such as Google's Chinese ALBERT releases; used when "
                       "--spm_model_file is not given.")
   flags.DEFINE_bool("do_lower_case", True, "Whether the text is lower-cased before tokenization.")
+
+
+def export_tokenizer_files(spm_model_file, vocab_file, init_checkpoint):
+  """The tokenizer an exporter ships, from its define_export_model_flags values: the
+  SentencePiece model given, or that of an HF directory or keras-hub preset --init_checkpoint
+  (checkpoints.spm_model_file); the WordPiece vocabulary given, or the tokenizer a fine-tuning
+  output_dir kept (checkpoints.companions).
+
+  Returns:
+    (spm_model_file, vocab_file), either possibly None but not both.
+
+  Raises:
+    app.UsageError: neither is given nor found beside --init_checkpoint.
+  """
+  # The checkpoint readers import TensorFlow: not before the binary runs (see the module
+  # docstring).
+  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import spm_model_file as checkpoint_spm_model_file
+  from albert_tf.checkpoints.companions import wordpiece_vocab_file
+  # pylint: enable=import-outside-toplevel
+  spm_model = checkpoint_spm_model_file(spm_model_file, vocab_file, init_checkpoint)
+  vocab = wordpiece_vocab_file(spm_model, vocab_file, init_checkpoint)
+  if not spm_model and not vocab:
+    raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
+                         "directory with spiece.model, a keras-hub preset, or a fine-tuning "
+                         "output_dir that kept its tokenizer), or --vocab_file for a WordPiece "
+                         "model")
+  return spm_model, vocab
 
 
 def define_serving_precision_flag():

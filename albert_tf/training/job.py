@@ -15,11 +15,11 @@ import os
 import tensorflow as tf
 
 from albert_tf.core import errors, io
-from albert_tf.checkpoints import companions, keras_hub
+from albert_tf.checkpoints import companions, formats
 from albert_tf.core.config import AlbertConfig
 from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
-from albert_tf.training import memory, precision, preemption
+from albert_tf.training import checkpointing, memory, precision, preemption
 from albert_tf.training import runner as runners
 from albert_tf.training import strategy as strategies
 from albert_tf.training.lock import OutputDirLock
@@ -84,8 +84,8 @@ class Job:
     self.settings = settings
     model = settings.model
     try:
-      self.config, self.config_file = keras_hub.model_config(model.albert_config_file,
-                                                      model.init_checkpoint)
+      self.config, self.config_file = formats.model_config(model.albert_config_file,
+                                                           model.init_checkpoint)
     except ValueError as e:
       if model.albert_config_file:
         raise
@@ -165,7 +165,7 @@ class Job:
 
   def _holds_trained_model(self):
     output_dir = self.settings.output_dir
-    return bool(runners.resume_candidates(output_dir)) or io.exists(
+    return bool(checkpointing.resume_candidates(output_dir)) or io.exists(
         os.path.join(output_dir, "model.ckpt-best.index"))
 
   def keep_config(self):
@@ -224,13 +224,13 @@ class Job:
     model = self.settings.model
     # Before the manager: it lists the checkpoints in the state file, which the resume
     # reports missing.
-    self.restored_from = runners.restore_or_initialize(
+    self.restored_from = checkpointing.restore_or_initialize(
         self.checkpoint, self.model, self.settings.output_dir, model.init_checkpoint,
         model.init_from_group0)
     if not self.chief and io.isdir(self.model_dir):
       io.rmtree(self.model_dir)  # a killed start's scratch saves, of the steps to come
-    self.manager = runners.checkpoint_manager(self.checkpoint, self.model_dir,
-                                              train.keep_checkpoint_max)
+    self.manager = checkpointing.checkpoint_manager(self.checkpoint, self.model_dir,
+                                                    train.keep_checkpoint_max)
 
   def preemptible(self, phase=None):
     """A PreemptionWatcher of the runner: SIGTERM within stops training (or `phase`, an

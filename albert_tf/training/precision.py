@@ -19,7 +19,8 @@ def set_policy(name):
 @contextlib.contextmanager
 def policy_scope(name):
   """Builds the layers made inside under Keras policy `name` (e.g. mixed_bfloat16: float32
-  variables, bfloat16 compute; bfloat16, a bfloat16 export's: bfloat16 variables), restoring the previous global policy afterwards."""
+  variables, bfloat16 compute; bfloat16, a bfloat16 export's: bfloat16 variables), restoring the
+  previous global policy afterwards."""
   known = PRECISION_POLICIES + tuple(p for p in SERVING_POLICIES.values()
                                      if p not in PRECISION_POLICIES)
   if name not in known:
@@ -38,6 +39,31 @@ def serving_policy(serving_precision):
     raise errors.UsageError(f"--serving_precision={serving_precision}: choose one of "
                             f"{sorted(SERVING_POLICIES)}")
   return SERVING_POLICIES[serving_precision]
+
+
+def serving_model(serving_precision, make_model, model=None):
+  """The model an export with --serving_precision=`serving_precision` serves: `model` itself where
+  it was built under that precision's policy; else make_model() built under that policy, holding
+  `model`'s weights when there is one (bfloat16: weights in bfloat16 but LayerNorm's, see
+  settings.SERVING_POLICIES).
+
+  Args:
+    serving_precision: "float32" or "bfloat16" (a key of settings.SERVING_POLICIES).
+    make_model: a function building a fresh model of `model`'s architecture.
+    model: the keras.Model whose weights are exported, or None for an exporter that loads its
+      checkpoint into the model built here.
+
+  Raises:
+    errors.UsageError: an unknown serving precision.
+  """
+  policy = serving_policy(serving_precision)
+  if model is not None and model.dtype_policy.name == policy:
+    return model
+  with policy_scope(policy):
+    built = make_model()
+  if model is not None:
+    built.set_weights(model.get_weights())
+  return built
 
 
 def loss_scale_for(name):

@@ -20,7 +20,7 @@ class AlbertClassifier(AlbertTask):
   [num_labels] (top-level names in its fine-tuned checkpoints), applied to the pooled output after
   dropout. num_labels 1 is regression (STS-B). Losses:
   `albert_tf.models.losses.classification_losses`. Registered with Keras as
-  `albert_tf>AlbertClassifier` when `albert_tf.models` is imported (see `AlbertModel`).
+  `albert_tf>AlbertClassifier` (`import albert_tf` is enough to load one: see `AlbertModel`).
 
   Args:
     config: an `AlbertConfig`, its dict, or None to take `encoder.config`.
@@ -66,24 +66,12 @@ class AlbertClassifier(AlbertTask):
   """
 
   HEADS = (TaskHead("classifier", reads="pooled_output", writes="logits"),)
-  HF_ARCHITECTURE = labels.SEQUENCE_ARCHITECTURE
-  HF_HEAD = "classifier"
-  # The weights are `output_weights`/`output_bias` (released), `classifier/...` (ours),
-  # `classifier.*` (HF): a tagger's and RACE's too, told apart by the files beside them.
-  HEAD_SCOPES = ("output_weights", "output_bias", "classifier")
 
   def __init__(self, config: AlbertConfig | dict | None = None, num_labels: int | None = None,
                dropout_rate: float = 0.1, encoder: AlbertModel | None = None,
                label_names=None, **kwargs):
     kwargs.setdefault("name", "albert_classifier")
-    if num_labels is None and label_names is not None:
-      num_labels = len(label_names)
-    if num_labels is None or num_labels < 1:
-      raise ValueError(f"{type(self).__name__}: num_labels must be an int >= 1 (1 for "
-                       f"regression), got {num_labels!r}")
-    if label_names is not None and len(label_names) != num_labels:
-      raise ValueError(f"{type(self).__name__}: {len(label_names)} label_names for "
-                       f"num_labels={num_labels}; give one name per label")
+    num_labels = self.checked_num_labels(num_labels, label_names, " (1 for regression)")
     super().__init__(config, encoder, **kwargs)
     self.num_labels = num_labels
     self.label_names = list(label_names) if label_names is not None else None
@@ -111,12 +99,6 @@ class AlbertClassifier(AlbertTask):
     pooled = self.dropout(outputs["pooled_output"], training=training)
     outputs["logits"] = self.classifier(pooled)
     return outputs
-
-  def hf_config_fields(self) -> dict:
-    """id2label / label2id of label_names (if any) and transformers' problem_type (regression
-    for one label)."""
-    problem_type = labels.REGRESSION if self.is_regression else labels.SINGLE_LABEL
-    return dict(super().hf_config_fields(), problem_type=problem_type)
 
   @classmethod
   def for_export(cls, config, checkpoint, num_labels):

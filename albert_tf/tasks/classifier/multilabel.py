@@ -9,7 +9,6 @@ AlbertForSequenceClassification with problem_type `multi_label_classification`.
 import keras
 import tensorflow as tf
 
-from albert_tf.checkpoints import labels
 from albert_tf.finetuning.objectives import MeanExampleLoss
 from albert_tf.tasks.classifier.model import AlbertClassifier
 
@@ -24,8 +23,6 @@ class AlbertMultiLabelClassifier(AlbertClassifier):
   `multi_label_classification`.
   """
 
-  HF_PROBLEM_TYPE = labels.MULTI_LABEL
-
   def __init__(self, *args, **kwargs):
     kwargs.setdefault("name", "albert_multi_label_classifier")
     super().__init__(*args, **kwargs)
@@ -37,9 +34,6 @@ class AlbertMultiLabelClassifier(AlbertClassifier):
   def probabilities(self, logits):
     """Each label's own probability [B, L] (the sigmoid), not a softmax across labels."""
     return tf.sigmoid(logits)
-
-  def hf_config_fields(self) -> dict:
-    return dict(super().hf_config_fields(), problem_type=labels.MULTI_LABEL)
 
 
 def multi_label_losses(logits: tf.Tensor, label_ids: tf.Tensor, threshold: float = 0.5) -> dict:

@@ -43,7 +43,7 @@ from albert_tf.export.windows import max_context_window
 from albert_tf.checkpoints.labels import LABEL_FILE
 from albert_tf.tokenization.in_graph import PY_WHITESPACE, separators
 from albert_tf.tokenization.text import cjk_character_class
-from albert_tf.training.precision import policy_scope, serving_policy
+from albert_tf.training.precision import serving_model
 
 LABEL_LIST_FILE = LABEL_FILE  # the asset's name, as the run's output_dir names it
 PAD_LABEL_ID = -1  # label_ids past a sentence's words
@@ -109,13 +109,8 @@ def serving_copy(model, serving_precision):
   """The model to export: `model`, or where its policy is not serving_precision's, a copy made
   from its config under that policy and holding its weights (bfloat16: weights in bfloat16 but
   LayerNorm's, see settings.SERVING_POLICIES)."""
-  policy = serving_policy(serving_precision)
-  if model.dtype_policy.name == policy:
-    return model
-  with policy_scope(policy):
-    copy = type(model).from_config(model.get_config())
-  copy.set_weights(model.get_weights())
-  return copy
+  return serving_model(serving_precision, lambda: type(model).from_config(model.get_config()),
+                       model)
 
 
 class NerServingModule(TokensServingModule):

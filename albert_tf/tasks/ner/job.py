@@ -13,7 +13,7 @@ from albert_tf.checkpoints import labels as label_files
 from albert_tf.checkpoints import checkpoint_global_step, hf
 from albert_tf.checkpoints.original import checkpoint_reader, resolve_checkpoint_path
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset
-from albert_tf.finetuning.evaluation import checkpoint_steps
+from albert_tf.training.checkpointing import checkpoint_steps
 from albert_tf.finetuning.job import FineTuningJob
 from albert_tf.tasks.ner import data, features, labels
 from albert_tf.tasks.ner.metrics import entity_metrics

@@ -2,14 +2,13 @@
 transformers' AlbertForTokenClassification."""
 
 import keras
-import tensorflow as tf
 
 from albert_tf.checkpoints import labels
 from albert_tf.core.config import AlbertConfig
 from albert_tf.layers import PooledLogits
 from albert_tf.models.base import sequence_input_shapes
 from albert_tf.models.encoder import ENCODER_INPUTS, AlbertModel
-from albert_tf.models.task import AlbertTask
+from albert_tf.models.task import AlbertTask, TaskHead
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -54,23 +53,15 @@ class AlbertTokenClassifier(AlbertTask):
   (2, 4, 5)
   """
 
-  HF_ARCHITECTURE = labels.TAGGER_ARCHITECTURE
-  HF_POOLER = False  # transformers builds its token classifier without one
-  HF_HEAD = "token_classifier"
-  HEAD_SCOPES = ()  # a classifier's names: told apart by the tag names beside the checkpoint
+  # Its head keeps the original classifier's top-level names (`output_weights`, `output_bias`)
+  # and is the `classifier` part of our checkpoints.
+  HEADS = (TaskHead("classifier", reads="sequence_output", writes="logits"),)
 
   def __init__(self, config: AlbertConfig | dict | None = None, num_labels: int | None = None,
                dropout_rate: float = 0.1, label_names=None, encoder: AlbertModel | None = None,
                **kwargs):
     kwargs.setdefault("name", "albert_token_classifier")
-    if num_labels is None and label_names is not None:
-      num_labels = len(label_names)
-    if num_labels is None or num_labels < 1:
-      raise ValueError(f"{type(self).__name__}: num_labels must be an int >= 1, got "
-                       f"{num_labels!r}")
-    if label_names is not None and len(label_names) != num_labels:
-      raise ValueError(f"{type(self).__name__}: {len(label_names)} label_names for "
-                       f"num_labels={num_labels}; give one name per label")
+    num_labels = self.checked_num_labels(num_labels, label_names)
     super().__init__(config, encoder, **kwargs)
     self.num_labels = num_labels
     self.dropout_rate = dropout_rate
@@ -95,22 +86,6 @@ class AlbertTokenClassifier(AlbertTask):
     sequence = self.dropout(outputs["sequence_output"], training=training)
     outputs["logits"] = self.classifier(sequence)
     return outputs
-
-  def compute_output_shape(self, input_shape: dict) -> dict:
-    shapes = dict(self.encoder.compute_output_shape(input_shape))
-    shapes["logits"] = self.classifier.compute_output_shape(shapes["sequence_output"])
-    return shapes
-
-  def original_variables(self) -> dict[str, tf.Variable]:
-    """{original name: variable}: `bert/...` plus the top-level `output_weights`, `output_bias`
-    (the original classifier head's names)."""
-    names = self.encoder.original_variables()
-    names.update(self.classifier.original_variables())
-    return names
-
-  def checkpoint_parts(self) -> dict:
-    """`encoder` and `classifier`, as our checkpoints hold them."""
-    return {"encoder": self.encoder, "classifier": self.classifier}
 
   def get_config(self) -> dict:
     return dict(super().get_config(), num_labels=self.num_labels,

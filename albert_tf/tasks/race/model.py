@@ -14,8 +14,8 @@ class AlbertMultipleChoice(AlbertClassifier):
   """The original's RACE model (race_utils.create_model): each choice is a
   [CLS] context [SEP] question+option [SEP] sequence scored by one logit (output_weights [1, H],
   output_bias [1] on the pooled output, after dropout), the scores of an example's choices
-  compared by softmax. Registered with Keras as `albert_tf>AlbertMultipleChoice` when
-  `albert_tf.models` is imported (see `AlbertModel`).
+  compared by softmax. Registered with Keras as `albert_tf>AlbertMultipleChoice` (see
+  `AlbertModel`).
 
   Args:
     config: an `AlbertConfig`, its dict, or None to take `encoder.config`.
@@ -34,10 +34,6 @@ class AlbertMultipleChoice(AlbertClassifier):
   Raises:
     ValueError: as `AlbertTask` for `config` and `encoder`.
   """
-
-  HF_ARCHITECTURE = "AlbertForMultipleChoice"
-  HF_HEAD = "multiple_choice"
-  HEAD_SCOPES = ()  # the classifier's names: told from a one-label classifier by its run's files
 
   def __init__(self, config: AlbertConfig | dict | None = None, num_choices: int = 4,
                dropout_rate: float = 0.1, encoder: AlbertModel | None = None, **kwargs):
@@ -66,11 +62,6 @@ class AlbertMultipleChoice(AlbertClassifier):
     shapes = super().compute_output_shape({"input_ids": (flat, length)})
     shapes["logits"] = (batch, self.num_choices)
     return shapes
-
-  def hf_config_fields(self) -> dict:
-    """No labels, as transformers writes it: one score per choice (a config's num_labels, e.g.
-    an HF classifier's the model started from, would read as classes)."""
-    return {"id2label": None, "label2id": None}
 
   @classmethod
   def for_export(cls, config, checkpoint, num_labels):

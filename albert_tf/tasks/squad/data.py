@@ -3,7 +3,7 @@
 SentencePiece pieces of the normalised paragraph are aligned back to characters of the raw
 paragraph with the original's banded longest-common-subsequence match, so that answers can be cut
 from the raw text; long paragraphs become overlapping windows (doc_stride), and each token records
-whether the window is its "max context" one.
+whether the window is its "max context" one (tasks.squad.features).
 """
 
 import collections
@@ -17,14 +17,13 @@ import numpy as np
 from albert_tf.core import errors
 from albert_tf.core import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
-from albert_tf.finetuning.windows import doc_spans, is_max_context
+from albert_tf.tasks.squad.features import FIRST_UNIQUE_ID, EncodedExample, Windowing
 from albert_tf.tokenization.full import encode_ids, encode_pieces
 from albert_tf.tokenization.text import preprocess_text
 
 logger = logging.getLogger("albert_tf")
 
 SPIECE_UNDERLINE = "\u2581"
-FIRST_UNIQUE_ID = 1000000000
 
 
 @dataclasses.dataclass
@@ -40,43 +39,15 @@ class SquadExample:
   is_impossible: bool = False
 
 
-@dataclasses.dataclass
-class InputFeatures:
-  """One window of one example. tok_*_to_orig_index map the window's paragraph tokens to
-  character offsets of the raw paragraph; token_is_max_context is keyed by position in `tokens`.
-  """
-  unique_id: int
-  example_index: Optional[int]
-  doc_span_index: int
-  tok_start_to_orig_index: list
-  tok_end_to_orig_index: list
-  token_is_max_context: dict
-  tokens: list
-  input_ids: list
-  input_mask: list
-  segment_ids: list
-  paragraph_len: int
-  p_mask: list
-  start_position: Optional[int] = None
-  end_position: Optional[int] = None
-  is_impossible: Optional[bool] = None
-  # WordPiece features only: position in `tokens` -> index of the paragraph word it is cut from
-  # (the CMRC 2018 baseline's token_to_orig_map).
-  token_to_orig_map: Optional[dict] = None
-
-
 def load_squad_json(input_file):
   """The "data" list of a SQuAD json file (clear errors for a missing, malformed or non-SQuAD
   file, naming it)."""
-  if not io.exists(input_file):
-    raise FileNotFoundError(f"SQuAD file not found: {input_file}")
-  with io.open_text(input_file) as f:
-    try:
-      root = json.load(f)
-    except json.JSONDecodeError as e:
-      raise errors.DataFormatError(
-          f"SQuAD file {input_file} is not valid JSON: {e.msg} at line {e.lineno}, "
-          f"column {e.colno}") from None
+  try:
+    root = io.load_json(input_file, "SQuAD file")
+  except json.JSONDecodeError as e:
+    raise errors.DataFormatError(
+        f"SQuAD file {input_file} is not valid JSON: {e.msg} at line {e.lineno}, "
+        f"column {e.colno}") from None
   if not isinstance(root, dict) or not isinstance(root.get("data"), list):
     raise errors.DataFormatError(
         f"SQuAD file {input_file} has no \"data\" list: expected "
@@ -284,45 +255,6 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case):
   return starts, ends, orig_to_chartok, chartok_to_tok_index
 
 
-def pack_window(query_ids, doc_ids, spans, span_index, max_seq_length, cls_id, sep_id):
-  """[CLS] query [SEP] window [SEP] of one doc_stride window, zero-padded to max_seq_length.
-
-  Args:
-    query_ids, doc_ids: the question's and the whole paragraph's ids.
-    spans: the (start, length) windows of doc_spans; span_index the one to pack.
-
-  Returns (input_ids, input_mask, segment_ids, p_mask [max_seq_length] (p_mask 1 where no
-  answer can be: the question, separators, padding), token_is_max_context {position: bool},
-  the unpadded length).
-  """
-  span_start, span_length = spans[span_index]
-  ids = [cls_id] + query_ids + [sep_id]
-  segment_ids = [0] * len(ids)
-  p_mask = [0] + [1] * (len(query_ids) + 1)
-  max_context = {}
-  for k in range(span_start, span_start + span_length):
-    max_context[len(ids)] = is_max_context(spans, span_index, k)
-    ids.append(doc_ids[k])
-  ids.append(sep_id)
-  segment_ids += [1] * (span_length + 1)
-  p_mask += [0] * span_length + [1]
-  length = len(ids)
-  pad = max_seq_length - length
-  input_mask = [1] * length + [0] * pad
-  return (ids + [0] * pad, input_mask, segment_ids + [0] * pad, p_mask + [1] * pad, max_context,
-          length)
-
-
-def window_answer(tok_start, tok_end, span_start, query_length, inside):
-  """(start_position, end_position, is_impossible) of a training window: the answer's pieces
-  tok_start..tok_end moved into the packed window when `inside` (the window holds it), else
-  0, 0, True."""
-  if not inside:
-    return 0, 0, True
-  offset = query_length + 2  # [CLS] question [SEP]
-  return tok_start - span_start + offset, tok_end - span_start + offset, False
-
-
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
                                  max_query_length, is_training, output_fn, do_lower_case):
   """Calls output_fn(InputFeatures) for every window of every example, unique ids counting up
@@ -331,7 +263,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
   sp = tokenizer.sp_model
   if sp is None:
     raise errors.UsageError("SQuAD features need a SentencePiece model (--spm_model_file)")
-  cls_id, sep_id = sp.PieceToId("[CLS]"), sp.PieceToId("[SEP]")
+  windowing = Windowing(max_seq_length, doc_stride, sp.PieceToId("[CLS]"), sp.PieceToId("[SEP]"),
+                        is_training, ordered_answers=True)
   unique_id = FIRST_UNIQUE_ID
   for example_index, example in enumerate(examples):
     if example_index % 1000 == 0:
@@ -346,39 +279,18 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
       continue
     tok_start_to_orig, tok_end_to_orig, orig_to_chartok, chartok_to_tok = aligned
 
-    tok_start = tok_end = None
-    if is_training and example.is_impossible:
-      tok_start = tok_end = 0
-    elif is_training:
+    answer = None
+    if is_training and not example.is_impossible:
       end_char = example.start_position + len(example.orig_answer_text) - 1
-      tok_start = chartok_to_tok[_convert_index(orig_to_chartok, example.start_position,
-                                                is_start=True)]
-      tok_end = chartok_to_tok[_convert_index(orig_to_chartok, end_char, is_start=False)]
-
-    doc_ids = [sp.PieceToId(t) for t in para_tokens]
-    spans = doc_spans(len(doc_ids), max_seq_length - len(query) - 3, doc_stride)
-    for span_index, (span_start, span_length) in enumerate(spans):
-      ids, input_mask, segment_ids, p_mask, max_context, paragraph_len = pack_window(
-          query, doc_ids, spans, span_index, max_seq_length, cls_id, sep_id)
-      tokens = [sp.IdToPiece(i) for i in ids]  # padding included, as the original's
-
-      impossible = example.is_impossible
-      start_position = end_position = None
-      if is_training:
-        span_end = span_start + span_length - 1
-        start_position, end_position, impossible = window_answer(
-            tok_start, tok_end, span_start, len(query),
-            not impossible and span_start <= tok_start <= tok_end <= span_end)
-      output_fn(InputFeatures(
-          unique_id=unique_id, example_index=None if is_training else example_index,
-          doc_span_index=span_index,
-          tok_start_to_orig_index=tok_start_to_orig[span_start:span_start + span_length],
-          tok_end_to_orig_index=tok_end_to_orig[span_start:span_start + span_length],
-          token_is_max_context=max_context, tokens=tokens, input_ids=ids,
-          input_mask=input_mask, segment_ids=segment_ids, paragraph_len=paragraph_len,
-          p_mask=p_mask, start_position=start_position, end_position=end_position,
-          is_impossible=impossible))
-      unique_id += 1
+      answer = (chartok_to_tok[_convert_index(orig_to_chartok, example.start_position,
+                                              is_start=True)],
+                chartok_to_tok[_convert_index(orig_to_chartok, end_char, is_start=False)])
+    unique_id = windowing.write(EncodedExample(
+        query, [sp.PieceToId(t) for t in para_tokens], tok_start_to_orig, tok_end_to_orig,
+        answer, example.is_impossible,
+        # Padding included, as the original's.
+        window_tokens=lambda ids, *_: [sp.IdToPiece(i) for i in ids]),
+        example_index, unique_id, output_fn)
   return unique_id - FIRST_UNIQUE_ID
 
 

@@ -1,7 +1,10 @@
-"""The flags of run_squad_v1 and run_squad_v2 (the original's). Imports no TensorFlow."""
+"""The flags of run_squad_v1 and run_squad_v2 (the original's), and the body of their main().
+Imports no TensorFlow."""
 
 from absl import flags
 
+from albert_tf.core import settings
+from albert_tf.tasks.squad import settings as squad_settings
 from albert_tf.training import flags as common_flags
 
 
@@ -61,3 +64,17 @@ def define_flags(v2):
 # value below 1 as a flag error (exit 2, one line naming the flag).
 POSITIVE_SIZES = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
                   "max_seq_length", "train_batch_size", "predict_batch_size")
+
+
+def run_job(v2):
+  """What run_squad_v1's and run_squad_v2's main() do once the flags parse: settings from the
+  flags, then the SQuAD job (its TensorFlow imported only now, so that --help answers at once).
+
+  Args:
+    v2: whether the binary is run_squad_v2 (SQuAD 2.0 head and null threshold).
+  """
+  job_settings = settings.from_values(squad_settings.SquadSettings, flags.FLAGS, v2=v2)
+  with common_flags.running_job():
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.tasks.squad.job import SquadJob
+    SquadJob(job_settings).run()

@@ -12,6 +12,7 @@ from albert_tf.core import errors
 from albert_tf.core import io
 from albert_tf.core.io import write_text_atomically
 from albert_tf.tasks.squad import data as squad_data
+from albert_tf.tasks.squad.features import InputFeatures
 from albert_tf.tasks.squad import cmrc_metric
 from albert_tf.tasks.squad import postprocess as squad_postprocess
 from albert_tf.tasks.squad import wordpiece_data
@@ -65,7 +66,7 @@ def read_features_jsonl(path):
   with io.open_text(path) as f:
     for line in f:
       d = json.loads(line)
-      features.append(squad_data.InputFeatures(
+      features.append(InputFeatures(
           unique_id=d["unique_id"], example_index=d["example_index"],
           doc_span_index=d["doc_span_index"],
           tok_start_to_orig_index=d["tok_start_to_orig_index"],

@@ -14,7 +14,7 @@ from albert_tf.models.task import AlbertTask
 class AlbertSpanLabeler(AlbertTask):
   """SQuAD v1.1 as the original's create_v1_model: start and end logits over the sequence (the
   original's `cls/squad/output_weights` [2, H] and `output_bias` [2]). Registered with Keras as
-  `albert_tf>AlbertSpanLabeler` when `albert_tf.models` is imported (see `AlbertModel`).
+  `albert_tf>AlbertSpanLabeler` (see `AlbertModel`).
 
   Args:
     config: an `AlbertConfig`, its dict, or None to take `encoder.config`.
@@ -32,11 +32,6 @@ class AlbertSpanLabeler(AlbertTask):
   Raises:
     ValueError: as `AlbertTask` for `config` and `encoder`.
   """
-
-  HF_ARCHITECTURE = "AlbertForQuestionAnswering"
-  HF_POOLER = False  # transformers builds its QA model without one
-  HF_HEAD = "squad_v1"
-  HEAD_SCOPES = ("cls/squad", "span_logits", "qa_outputs")
 
   def __init__(self, config: AlbertConfig | dict | None = None,
                encoder: AlbertModel | None = None, **kwargs):
@@ -72,8 +67,7 @@ class AlbertSpanLabeler(AlbertTask):
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertSquadV2(AlbertTask):
   """SQuAD 2.0 as the original's create_v2_model (see `layers.span_heads.SquadV2Head`).
-  Registered with Keras as `albert_tf>AlbertSquadV2` when `albert_tf.models` is imported (see
-  `AlbertModel`).
+  Registered with Keras as `albert_tf>AlbertSquadV2` (see `AlbertModel`).
 
   Args:
     config: an `AlbertConfig`, its dict, or None to take `encoder.config`.
@@ -97,9 +91,6 @@ class AlbertSquadV2(AlbertTask):
   Raises:
     ValueError: as `AlbertTask` for `config` and `encoder`.
   """
-
-  HF_HEAD = "squad_v2"  # transformers has no class for it: exports refuse it by this name
-  HEAD_SCOPES = ("start_logits", "end_logits", "answer_class", "squad_v2_head")
 
   def __init__(self, config: AlbertConfig | dict | None = None, start_n_top: int = 5,
                end_n_top: int = 5, dropout_rate: float = 0.1,

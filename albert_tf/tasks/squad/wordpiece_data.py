@@ -7,7 +7,7 @@ before it. Each word is cut into WordPiece pieces, and windows, max-context and 
 follow BERT's run_squad. Training locates answers[0] at the first occurrence of its text in the
 context (not at answer_start), then narrows it with BERT's answer-span improvement.
 
-The features are albert_tf.tasks.squad.data.InputFeatures, so that the SentencePiece path's
+The features are albert_tf.tasks.squad.features.InputFeatures, so that the SentencePiece path's
 writer, model and post-processing serve them unchanged: tok_start/end_to_orig_index hold each
 piece's first and last character in the raw paragraph (a piece's own characters where the
 word's pieces spell it exactly, else its whole word), so that answers are cut from the original
@@ -15,13 +15,12 @@ text, its case and spaces kept, without the spaces the tokenizer inserted.
 """
 
 import dataclasses
+import functools
 import logging
 
 from albert_tf.core import errors
-from albert_tf.finetuning.windows import doc_spans
-from albert_tf.tasks.squad.data import (FIRST_UNIQUE_ID, InputFeatures, SquadExample, _field,
-                                        _questions, load_squad_json, pack_window,
-                                        window_answer)
+from albert_tf.tasks.squad.data import SquadExample, _field, _questions, load_squad_json
+from albert_tf.tasks.squad.features import FIRST_UNIQUE_ID, EncodedExample, Windowing
 from albert_tf.tokenization.cmrc import split_words
 from albert_tf.tokenization.text import is_whitespace
 
@@ -183,6 +182,14 @@ def improve_answer_span(doc_tokens, start, end, tokenizer, answer_text):
   return start, end
 
 
+def _window_tokens(query, doc_pieces, input_ids, span_start, span_length):
+  """The tokens of one window: [CLS] query [SEP] pieces [SEP], unpadded as the baseline's
+  (input_ids, padded, are not needed)."""
+  del input_ids
+  return ["[CLS]"] + query + ["[SEP]"] + doc_pieces[span_start:span_start + span_length] + [
+      "[SEP]"]
+
+
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
                                  max_query_length, is_training, output_fn):
   """Calls output_fn(InputFeatures) for every window of every WordExample, unique ids counting
@@ -199,49 +206,28 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
       [max_seq_length]; tokens unpadded, as the baseline's).
   """
   cls_id, sep_id = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
+  windowing = Windowing(max_seq_length, doc_stride, cls_id, sep_id, is_training,
+                        ordered_answers=False)  # the baseline's test: no check that start <= end
   unique_id = FIRST_UNIQUE_ID
   for example_index, example in enumerate(examples):
     query = tokenizer.tokenize(example.question_text)[:max_query_length]
     doc_pieces, tok_to_orig, orig_to_tok, piece_starts, piece_ends = paragraph_pieces(
         example, tokenizer)
 
-    tok_start = tok_end = None
+    answer = None
     if is_training and not example.is_impossible:
       tok_start = orig_to_tok[example.start_position]
       if example.end_position < len(example.doc_tokens) - 1:
         tok_end = orig_to_tok[example.end_position + 1] - 1
       else:
         tok_end = len(doc_pieces) - 1
-      tok_start, tok_end = improve_answer_span(doc_pieces, tok_start, tok_end, tokenizer,
-                                               example.orig_answer_text)
+      answer = improve_answer_span(doc_pieces, tok_start, tok_end, tokenizer,
+                                   example.orig_answer_text)
 
-    doc_ids = tokenizer.convert_tokens_to_ids(doc_pieces)
-    query_ids = tokenizer.convert_tokens_to_ids(query)
-    spans = doc_spans(len(doc_pieces), max_seq_length - len(query) - 3, doc_stride)
-    for span_index, (span_start, span_length) in enumerate(spans):
-      ids, input_mask, segment_ids, p_mask, max_context, paragraph_len = pack_window(
-          query_ids, doc_ids, spans, span_index, max_seq_length, cls_id, sep_id)
-      window = range(span_start, span_start + span_length)
-      # Unpadded, as the baseline's.
-      tokens = ["[CLS]"] + query + ["[SEP]"] + [doc_pieces[k] for k in window] + ["[SEP]"]
-      to_orig = {len(query) + 2 + i: tok_to_orig[k] for i, k in enumerate(window)}
-
-      start_position = end_position = None
-      impossible = example.is_impossible if is_training else None
-      if is_training:  # the baseline's test: no check that start <= end
-        span_end = span_start + span_length - 1
-        start_position, end_position, impossible = window_answer(
-            tok_start, tok_end, span_start, len(query),
-            not impossible and tok_start >= span_start and tok_end <= span_end)
-      output_fn(InputFeatures(
-          unique_id=unique_id, example_index=None if is_training else example_index,
-          doc_span_index=span_index,
-          tok_start_to_orig_index=piece_starts[span_start:span_start + span_length],
-          tok_end_to_orig_index=piece_ends[span_start:span_start + span_length],
-          token_is_max_context=max_context, tokens=tokens, input_ids=ids,
-          input_mask=input_mask, segment_ids=segment_ids, paragraph_len=paragraph_len,
-          p_mask=p_mask, start_position=start_position, end_position=end_position,
-          is_impossible=impossible, token_to_orig_map=to_orig))
-      unique_id += 1
+    unique_id = windowing.write(EncodedExample(
+        tokenizer.convert_tokens_to_ids(query), tokenizer.convert_tokens_to_ids(doc_pieces),
+        piece_starts, piece_ends, answer,
+        None,  # the baseline's prediction features leave is_impossible unset
+        functools.partial(_window_tokens, query, doc_pieces), piece_words=tok_to_orig),
+        example_index, unique_id, output_fn)
   return unique_id - FIRST_UNIQUE_ID
-

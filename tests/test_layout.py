@@ -1,0 +1,123 @@
+"""The package's layout, as docs/layout.md draws it: binaries on top of a library whose layers
+import only downward, no import circle, small modules. Read from the source (ast): nothing is
+imported or run."""
+
+import ast
+import glob
+import os
+
+from helpers import REPO_ROOT
+
+PACKAGE_DIR = os.path.join(REPO_ROOT, "albert_tf")
+# Lowest first: a module may import its own layer and those before it. The top-level modules
+# (the binaries, registry.py, __init__.py) stand on all of them.
+LAYERS = ("core", "tokenization", "data", "layers", "models", "checkpoints", "optimization",
+          "training", "export", "finetuning", "tasks")
+TOP = len(LAYERS)
+# The one import allowed upward: the plug-in table, through which the layers below find the
+# tasks' classes without naming them.
+REGISTRY = "albert_tf.registry"
+MAX_TOP_LEVEL_MODULES = 16
+MAX_MODULE_LINES = 450
+
+
+def _modules():
+  """{module name: path} of every module of albert_tf (a package under its own name)."""
+  modules = {}
+  for path in glob.glob(os.path.join(PACKAGE_DIR, "**", "*.py"), recursive=True):
+    parts = os.path.relpath(path, REPO_ROOT)[:-3].split(os.sep)
+    if parts[-1] == "__init__":
+      parts = parts[:-1]
+    modules[".".join(parts)] = path
+  return modules
+
+
+def _imports(name, path, modules):
+  """The albert_tf modules that module `name` imports (a name imported from a package counts as
+  its module when it is one, else as the package)."""
+  package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+  found = set()
+  for node in ast.walk(ast.parse(open(path).read(), path)):
+    if isinstance(node, ast.Import):
+      found.update(alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom):
+      base = node.module or ""
+      if node.level:
+        anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+        base = ".".join(anchor + ([base] if base else []))
+      for alias in node.names:
+        found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+  return {m for m in found if m in modules and m != name}
+
+
+def _graph():
+  modules = _modules()
+  return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _layer(module):
+  parts = module.split(".")
+  return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else TOP
+
+
+def test_the_top_level_holds_the_binaries_and_few_other_modules():
+  top = sorted(os.path.basename(p) for p in glob.glob(os.path.join(PACKAGE_DIR, "*.py")))
+  assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+  folders = {d for d in os.listdir(PACKAGE_DIR)
+             if os.path.isfile(os.path.join(PACKAGE_DIR, d, "__init__.py"))}
+  assert folders == set(LAYERS), "a package of albert_tf/ missing from LAYERS (or gone)"
+
+
+def test_imports_point_down_but_the_registry_lookup():
+  upward = [f"{module} -> {target}" for module, targets in sorted(_graph().items())
+            for target in sorted(targets)
+            if target != REGISTRY and _layer(target) > _layer(module)]
+  assert not upward, "\n".join(upward)
+
+
+def test_no_import_circle():
+  graph = _graph()
+  # Tarjan's strongly connected components: any with two or more modules is a circle.
+  index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+  def visit(node):
+    index[node] = low[node] = len(index)
+    stack.append(node)
+    on_stack.add(node)
+    for target in graph[node]:
+      if target not in index:
+        visit(target)
+        low[node] = min(low[node], low[target])
+      elif target in on_stack:
+        low[node] = min(low[node], index[target])
+    if low[node] == index[node]:
+      component = []
+      while not component or component[-1] != node:
+        component.append(stack.pop())
+        on_stack.discard(component[-1])
+      if len(component) > 1:
+        circles.append(sorted(component))
+
+  for node in sorted(graph):
+    if node not in index:
+      visit(node)
+  assert not circles, circles
+
+
+def test_no_module_is_long():
+  long_ones = {}
+  for path in _modules().values():
+    with open(path) as f:
+      lines = sum(1 for _ in f)
+    if lines > MAX_MODULE_LINES:
+      long_ones[os.path.relpath(path, REPO_ROOT)] = lines
+  assert not long_ones, long_ones
+
+
+def test_the_checks_see_what_they_check():
+  # The resolver finds both import forms, and the layers rank as drawn.
+  graph = _graph()
+  assert "albert_tf.core.io" in graph["albert_tf.core.config"]
+  assert "albert_tf.registry" in graph["albert_tf"]
+  assert _layer("albert_tf.core.io") < _layer("albert_tf.models.encoder") < _layer(
+      "albert_tf.tasks.ner.model") < _layer("albert_tf.run_ner")
