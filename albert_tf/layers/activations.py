@@ -1,17 +1,20 @@
 """Activations as the original computes them (one place for the GELU arithmetic)."""
 
-import math
 from collections.abc import Callable
 
 import tensorflow as tf
 
 from albert_tf.core import errors
 
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-
-
 def gelu(x: tf.Tensor) -> tf.Tensor:
-  """GELU, tanh approximation, as the original: x * 0.5 * (1 + tanh(c * (x + 0.044715 x^3))).
+  """GELU, tanh approximation, as the original: x * 0.5 * (1 + tanh(c * (x + 0.044715 x^3))),
+  c = sqrt(2 / pi).
+
+  Written as TensorFlow's own tanh-approximation GELU (the same formula, its products in another
+  order): that subgraph is the one grappler's remapper fuses with the Dense's MatMul and BiasAdd
+  into one oneDNN kernel, where the original's spelling runs as a dozen elementwise ops over the
+  [B*T, I] intermediate. Under mixed_bfloat16 on a CPU those ops dominated the forward pass
+  (ALBERT-base, batch 8 x 128, Xeon with AMX: 0.43 s -> 0.31 s a forward; issue 38).
 
   Args:
     x: float tensor of any shape.
@@ -19,8 +22,7 @@ def gelu(x: tf.Tensor) -> tf.Tensor:
   Returns:
     Float tensor of x's shape and dtype.
   """
-  cdf = 0.5 * (1.0 + tf.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * tf.pow(x, 3))))
-  return x * cdf
+  return tf.nn.gelu(x, approximate=True)
 
 
 def get_activation(name: str | Callable | None) -> Callable | None:
