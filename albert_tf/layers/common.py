@@ -1,12 +1,46 @@
 """Small building blocks shared by the ALBERT layers: the original's initializer, LayerNorm and
 dense arithmetic, each defined once, and the original variable names of a dense or LayerNorm."""
 
+import contextlib
+import contextvars
 from collections.abc import Callable
 
 import keras
 import tensorflow as tf
 
 from albert_tf.layers.activations import get_activation
+
+# The dense weights already cast to the compute dtype in the forward pass now running, by
+# variable (see weights_cast_once); None outside one.
+_CAST_WEIGHTS = contextvars.ContextVar("albert_tf_cast_weights", default=None)
+
+
+@contextlib.contextmanager
+def weights_cast_once():
+  """Within it, a Dense whose float32 weights compute in another dtype (mixed_bfloat16,
+  mixed_float16) casts each weight once and reuses the cast: ALBERT's shared block reads the same
+  matrices once per layer, and Keras casts at every read (12 casts of every shared weight a
+  forward pass, ALBERT-base). The values are the same. For inference only: in training each
+  read's gradient is cast to float32 before the reads' gradients are summed, which one shared
+  cast would turn into a sum in the compute dtype.
+  """
+  token = _CAST_WEIGHTS.set({})
+  try:
+    yield
+  finally:
+    _CAST_WEIGHTS.reset(token)
+
+
+def _read(layer, variable):
+  """`variable` as `layer` computes with it: the cast made earlier in weights_cast_once's scope,
+  if any."""
+  cache = _CAST_WEIGHTS.get()
+  # The layer's policy, not variable.dtype: inside the layer's call Keras reports the cast dtype.
+  if cache is None or layer.variable_dtype == layer.compute_dtype:
+    return variable
+  if id(variable) not in cache:
+    cache[id(variable)] = tf.cast(variable, layer.compute_dtype)
+  return cache[id(variable)]
 
 # The original uses tf.contrib.layers.layer_norm, whose variance epsilon is 1e-12.
 LAYER_NORM_EPSILON = 1e-12
@@ -126,9 +160,10 @@ class Dense(keras.layers.Layer):
     # dozen small int32 ops per layer, most of what a short serving request runs besides the
     # matmuls), and in the MatMul + BiasAdd form that grappler's remapper fuses into one kernel.
     rank = x.shape.rank
-    y = tf.matmul(x if rank == 2 else tf.reshape(x, [-1, self.kernel.shape[0]]), self.kernel)
+    kernel = _read(self, self.kernel)
+    y = tf.matmul(x if rank == 2 else tf.reshape(x, [-1, self.kernel.shape[0]]), kernel)
     if self.bias is not None:
-      y = tf.nn.bias_add(y, self.bias)
+      y = tf.nn.bias_add(y, _read(self, self.bias))
     if rank != 2:
       y = tf.reshape(y, tf.concat([tf.shape(x)[:-1], [self.units]], 0))
     return self.activation(y) if self.activation is not None else y

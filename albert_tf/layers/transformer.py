@@ -1,11 +1,13 @@
 """The attention + FFN block and ALBERT's cross-layer shared transformer."""
 
+import contextlib
+
 import keras
 import tensorflow as tf
 
 from albert_tf.core import errors
 from albert_tf.layers.attention import AlbertAttention
-from albert_tf.layers.common import Dense, layer_norm, layer_norm_variables
+from albert_tf.layers.common import Dense, layer_norm, layer_norm_variables, weights_cast_once
 
 
 # A block's two sub-blocks: self-attention with its output dense and LayerNorm; the FFN
@@ -253,10 +255,12 @@ class SharedTransformer(keras.layers.Layer):
 
   def call(self, x, mask_adder, training=False):
     outputs = []
-    for blocks in self.layer_blocks:
-      for block in blocks:
-        x = block(x, mask_adder, training=training)
-        outputs.append(x)
+    # Inference casts each shared weight once, not once a layer (see weights_cast_once).
+    with weights_cast_once() if training is None or training is False else contextlib.nullcontext():
+      for blocks in self.layer_blocks:
+        for block in blocks:
+          x = block(x, mask_adder, training=training)
+          outputs.append(x)
     return outputs
 
   def compute_output_shape(self, input_shape):

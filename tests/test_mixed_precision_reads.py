@@ -1,0 +1,48 @@
+"""Shared weights under a mixed policy: inference casts each once (layers.common.weights_cast_once),
+training once a read, as Keras does; the outputs are the same either way."""
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+
+import albert_tf
+from albert_tf.training.precision import policy_scope
+
+LAYERS = 3
+CONFIG = albert_tf.AlbertConfig(vocab_size=50, embedding_size=8, hidden_size=16,
+                                num_hidden_layers=LAYERS, num_attention_heads=2,
+                                intermediate_size=24, hidden_dropout_prob=0.0,
+                                attention_probs_dropout_prob=0.0)
+IDS = np.array([[2, 11, 17, 3], [2, 29, 3, 0]], np.int32)
+
+
+def _weight_casts(model, training):
+  """{shape: number of Cast ops reading a float32 variable of that shape} in the traced call."""
+  inputs = {"input_ids": tf.constant(IDS), "input_mask": tf.constant((IDS > 0).astype(np.int32))}
+  graph = tf.function(lambda b: model(b, training=training)).get_concrete_function(inputs).graph
+  casts = collections.Counter()
+  for op in graph.get_operations():
+    if op.type == "Cast" and op.inputs[0].op.type == "ReadVariableOp":
+      casts[tuple(op.inputs[0].shape)] += 1
+  return casts
+
+
+def test_inference_casts_each_shared_weight_once_and_training_once_a_read():
+  with policy_scope("mixed_bfloat16"):
+    model = albert_tf.AlbertModel(CONFIG)
+  # The FFN's [H, I] kernel is the shared block's alone: 1 cast, or one per layer.
+  assert _weight_casts(model, training=False)[(16, 24)] == 1
+  assert _weight_casts(model, training=True)[(16, 24)] == LAYERS
+
+
+def test_casting_once_gives_the_same_outputs():
+  with policy_scope("mixed_bfloat16"):
+    model = albert_tf.AlbertModel(CONFIG)
+  inputs = {"input_ids": IDS, "input_mask": (IDS > 0).astype(np.int32)}
+  once = model(inputs, training=False)["sequence_output"]
+  # training=True (no dropout in CONFIG) casts every weight again at each layer's read.
+  every_read = model(inputs, training=True)["sequence_output"]
+  # Eager, so no graph rewrite differs between the two: the same bfloat16 values go into the
+  # same kernels, and the results agree to the bit.
+  np.testing.assert_array_equal(once.numpy(), every_read.numpy())
