@@ -33,9 +33,9 @@ import math
 
 from absl import flags
 
-from albert_tf.core import cli, errors, settings
+from albert_tf.core import cli, errors
 from albert_tf.training import flags as common_flags
-from albert_tf.tasks.classifier import settings as own_data_settings
+from albert_tf.tasks.classifier import settings as task_settings
 
 FLAGS = flags.FLAGS
 
@@ -96,8 +96,8 @@ flags.DEFINE_float("threshold", 0.5, "Multi-label: a label is predicted when its
 # one; a warmup past the last step never reaches the learning rate) end as flag errors: one line,
 # exit 2. The bounds that flags of these names have in every binary (--eval_batch_size,
 # --train_step, --warmup_step, --classifier_dropout) are cli.FLAG_BOUNDS'.
-flags.register_validator("threshold", own_data_settings.threshold_in_range,
-                         message=own_data_settings.THRESHOLD_RULE)
+flags.register_validator("threshold", task_settings.threshold_in_range,
+                         message=task_settings.THRESHOLD_RULE)
 # A negative --train_step or --warmup_step is left to its own bound, which names it.
 flags.register_multi_flags_validator(
     ["warmup_step", "train_step"],
@@ -125,9 +125,9 @@ def main(argv):
   if FLAGS.task_name and not FLAGS.data_dir:
     raise errors.UsageError(f"--task_name={FLAGS.task_name} needs --data_dir (the GLUE data)")
   if own_data:
-    job_settings = common_flags.classifier_settings(own_data_settings.OwnDataSettings, FLAGS)
+    job_settings = common_flags.classifier_settings(task_settings.OwnDataSettings, FLAGS)
   else:
-    job_settings = common_flags.classifier_settings(own_data_settings.ClassifierSettings, FLAGS)
+    job_settings = common_flags.classifier_settings(task_settings.ClassifierSettings, FLAGS)
   with common_flags.running_job():
     # pylint: disable=import-outside-toplevel
     if own_data:

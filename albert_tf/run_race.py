@@ -13,7 +13,7 @@ set into predict_results.txt.
 
 from absl import flags
 
-from albert_tf.core import cli, settings
+from albert_tf.core import cli
 from albert_tf.tasks.race import settings as race_settings
 from albert_tf.training import flags as common_flags
 

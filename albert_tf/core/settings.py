@@ -126,6 +126,11 @@ class JobSettings:
   model: ModelSettings
   run: RunSettings = dataclasses.field(default_factory=RunSettings)
   train: TrainSettings = dataclasses.field(default_factory=TrainSettings)
+  # What a job's model reads and writes per example, for the memory estimates
+  # (training.footprints): class attributes, not fields. RACE reads its examples' 4 choices as 4
+  # sequences; SQuAD's span head keeps [B, T] logits and their gradients.
+  SEQUENCES_PER_EXAMPLE = 1
+  SPAN_HEAD = False
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -174,11 +179,6 @@ class FineTuningSettings(JobSettings):
   dynamic_length: bool = True
   export_dir: Optional[str] = None
   serving_precision: str = "float32"
-  # What a task's model reads and writes per example, for the memory estimates (training.footprints):
-  # class attributes, not fields. RACE reads its examples' 4 choices as 4 sequences; SQuAD's span
-  # head keeps [B, T] logits and their gradients.
-  SEQUENCES_PER_EXAMPLE = 1
-  SPAN_HEAD = False
 
 
 

@@ -94,8 +94,6 @@ _PER_SPAN_HIDDEN = 4
 # Float32 copies of the parameters a replica holds: the weights, their gradients, the clipped
 # gradients and the optimizer's two slots (m and v); + 1 accumulator with accumulation steps.
 _STATE_COPIES = 5
-# RACE scores each question's choices (tasks/race/data.LABELS: A-D) as separate sequences.
-RACE_CHOICES = 4
 
 # A forward pass's tensors live at its peak (module docstring): per token, in units of H (the
 # layer's input, Q, K, V, the context, the attention output) and of I (the FFN's pre-activation
@@ -312,13 +310,13 @@ def _training_footprint(job_settings, config, num_replicas, local_replicas):
   train = job_settings.train
   batch = max(1, train.train_batch_size // (num_replicas * train.gradient_accumulation_steps))
   pretraining = isinstance(job_settings, settings_lib.PretrainingSettings)
-  batch *= getattr(job_settings, "SEQUENCES_PER_EXAMPLE", 1)
+  batch *= job_settings.SEQUENCES_PER_EXAMPLE
   return estimate(
       config, batch, job_settings.model.max_seq_length, local_replicas=local_replicas,
       gradient_accumulation_steps=train.gradient_accumulation_steps,
       mixed_precision=job_settings.run.mixed_precision,
       max_predictions_per_seq=job_settings.max_predictions_per_seq if pretraining else 0,
-      span_head=getattr(job_settings, "SPAN_HEAD", False))
+      span_head=job_settings.SPAN_HEAD)
 
 
 # The forward-only runs of a job: (its settings' switch, its batch size field, its name).
@@ -340,7 +338,7 @@ def job_footprints(job_settings, config, num_replicas, local_replicas):
   footprints = []
   if getattr(s, "do_train", True):
     footprints.append(_training_footprint(s, config, num_replicas, local_replicas))
-  choices = getattr(s, "SEQUENCES_PER_EXAMPLE", 1)
+  choices = s.SEQUENCES_PER_EXAMPLE
   predictions = (s.max_predictions_per_seq
                  if isinstance(s, settings_lib.PretrainingSettings) else 0)
   for switch, batch_flag, what in _INFERENCE_RUNS:
