@@ -27,8 +27,8 @@ PACKAGE = "albert_tf"  # the Keras package of every registered name; `.keras` fi
 CORE_MODELS = {"AlbertModel": "albert_tf.models.encoder",
                "AlbertPretrainer": "albert_tf.models.pretrainer"}
 CORE_LAYERS = {name: "albert_tf.layers" for name in (
-    "AlbertAttention", "AlbertEmbeddings", "AttentionFFNBlock", "Dense", "MaskedLMHead",
-    "PooledLogits", "Pooler", "SharedTransformer")}
+    "AlbertAttention", "AlbertEmbeddings", "AttentionFFNBlock", "Dense", "LayerNorm",
+    "MaskedLMHead", "PooledLogits", "Pooler", "SharedTransformer")}
 # Not imported by albert_tf.layers: it loads tensorflow-text, which the model layers do not need.
 CORE_LAYERS["AlbertPreprocessor"] = "albert_tf.layers.preprocessor"
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 import numpy_reference as ref
 from albert_tf import layers
 from albert_tf.tasks.squad import heads as squad_heads
+from albert_tf.training.precision import policy_scope
 
 
 def test_gelu_is_the_tanh_approximation():
@@ -16,6 +17,31 @@ def test_gelu_is_the_tanh_approximation():
   # Differs from the exact erf GELU, which the original does not use.
   exact = tf.nn.gelu(tf.constant(x), approximate=False).numpy()
   assert np.abs(exact - ref.gelu(x)).max() > 1e-4
+
+
+def test_layer_norm_matches_the_reference_and_keras():
+  rng = np.random.default_rng(5)
+  x = rng.normal(size=(3, 7, 64)).astype(np.float32) * 3 + 1
+  ln = layers.LayerNorm(epsilon=1e-12)
+  ln.build(x.shape)
+  ln.gamma.assign(rng.normal(size=64).astype(np.float32))
+  ln.beta.assign(rng.normal(size=64).astype(np.float32))
+  got = ln(tf.constant(x)).numpy()
+  expected = ref.layer_norm(x.astype(np.float64), ln.gamma.numpy(), ln.beta.numpy())
+  np.testing.assert_allclose(got, expected, atol=2e-6)
+  # Keras's arithmetic (the original's order of products) agrees to float32 rounding.
+  keras_ln = keras.layers.LayerNormalization(epsilon=1e-12)
+  keras_ln.build(x.shape)
+  keras_ln.set_weights(ln.get_weights())
+  np.testing.assert_allclose(got, keras_ln(tf.constant(x)).numpy(), atol=2e-6)
+  # Under a bfloat16 policy: float32 variables and arithmetic, the policy's dtype out.
+  with policy_scope("mixed_bfloat16"):
+    half = layers.LayerNorm(epsilon=1e-12)
+    half.build(x.shape)
+  half.set_weights(ln.get_weights())
+  out = half(tf.constant(x, tf.bfloat16))
+  assert out.dtype == tf.bfloat16 and half.gamma.dtype == "float32"
+  np.testing.assert_allclose(tf.cast(out, tf.float32).numpy(), expected, atol=0.05, rtol=0.01)
 
 
 def test_activation_names():
@@ -128,6 +154,7 @@ def _layer_cases():
   p_mask = tf.constant([[1, 0, 0, 0, 1], [1, 0, 0, 1, 1]], tf.float32)
   return {
       "Dense": (layers.Dense(6, activation="gelu"), (x,), {"input_shape": (2, 5, 8)}),
+      "LayerNorm": (layers.LayerNorm(epsilon=1e-12), (x,), {"input_shape": (2, 5, 8)}),
       "AlbertAttention": (layers.AlbertAttention(8, 2), (x, adder), {"input_shape": (2, 5, 8)}),
       "AlbertEmbeddings": (layers.AlbertEmbeddings(10, 4, 2, 6), (ids, ids * 0),
                            {"input_shape": (2, 5)}),

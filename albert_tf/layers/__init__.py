@@ -6,7 +6,7 @@ Every layer is registered with Keras (`keras.saving.register_keras_serializable(
 
 from albert_tf.layers.activations import gelu, get_activation
 from albert_tf.layers.attention import AlbertAttention
-from albert_tf.layers.common import Dense, attention_mask_adder, layer_norm_variables
+from albert_tf.layers.common import Dense, LayerNorm, attention_mask_adder, layer_norm_variables
 from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.heads import MaskedLMHead, PooledLogits, Pooler
 from albert_tf.layers.transformer import AttentionFFNBlock, SharedTransformer, group_index

@@ -61,6 +61,32 @@ def truncated_normal(stddev: float) -> keras.initializers.Initializer:
   return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
+class LayerNorm(keras.layers.LayerNormalization):
+  """Keras's LayerNormalization over the last axis, computed in float32 in five elementwise
+  passes over [B, T, H] instead of Keras's seven: (x - mean) * (rsqrt(var + eps) * gamma) + beta,
+  the original's normalisation with its products in another order (as the GELU's), the
+  difference a float32 rounding. Variables, config and dtype handling are Keras's.
+
+  Call arguments:
+    inputs: float tensor [..., H].
+
+  Returns:
+    Tensor of inputs' shape, in the layer's compute dtype.
+  """
+
+  def call(self, inputs):
+    last_axis_only = list(self.axis) in ([-1], [len(inputs.shape) - 1])
+    if not last_axis_only or self.rms_scaling or not (self.center and self.scale):
+      return super().call(inputs)  # not a form layer_norm() builds
+    x = tf.cast(inputs, tf.float32)
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+    scale = tf.math.rsqrt(variance + self.epsilon) * tf.cast(self.gamma, tf.float32)
+    return tf.cast(centered * scale + tf.cast(self.beta, tf.float32), self.compute_dtype)
+
+
 def layer_norm(name: str) -> keras.layers.LayerNormalization:
   """LayerNorm over the last axis with the original's epsilon (variables gamma, beta).
 
@@ -77,8 +103,7 @@ def layer_norm(name: str) -> keras.layers.LayerNormalization:
   policy = keras.mixed_precision.global_policy()
   dtype = (keras.DTypePolicy(f"mixed_{policy.compute_dtype}")
            if policy.variable_dtype in ("bfloat16", "float16") else None)
-  return keras.layers.LayerNormalization(axis=-1, epsilon=LAYER_NORM_EPSILON, name=name,
-                                         dtype=dtype)
+  return LayerNorm(axis=-1, epsilon=LAYER_NORM_EPSILON, name=name, dtype=dtype)
 
 
 def attention_mask_adder(input_mask: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
