@@ -212,6 +212,16 @@ def test_serving_lengths_past_the_config_are_a_flag_error():
       result.stderr)
 
 
+def test_an_unknown_config_is_refused_in_one_line():
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark.py"), "--mode=forward",
+       "--config=albert_base_v2"], capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert result.stderr.strip().splitlines() == [
+      "error: --config=albert_base_v2: unknown ALBERT preset 'albert_base_v2'; known presets: "
+      "['base', 'large', 'xlarge', 'xxlarge']"]
+
+
 @pytest.mark.slow
 def test_dynamic_length_benchmark_reports_equal_logits():
   cmd = [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark_dynamic_length.py"),

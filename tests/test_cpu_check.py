@@ -271,6 +271,34 @@ def test_measure_skips_missing_peers_and_records_failures(monkeypatch):
   assert "keras_hub_forward_mixed_bfloat16" not in m
 
 
+def test_rounds_give_each_measurement_its_median_and_a_failed_round_fails_it(monkeypatch):
+  values = iter([3.0, 1.0, 2.0])
+  rounds = []
+
+  def once(plan):
+    value = next(values)
+    rounds.append(value)
+    m = {"ours_forward_float32": figure(value, jit_compile=False),
+         "hf_torch_forward_float32": {"skipped": "no hf_torch"},
+         "best_int8": figure(value, "ms") if value != 1.0 else {"error": "export failed"}}
+    return m, [{"fidelity": f"round {len(rounds)}"}]
+
+  monkeypatch.setattr(cpu_check, "measure_once", once)
+  plan = cpu_check.Plan("base", BASE, 5, 2, {"hf_torch": None, "keras_hub": None}, False, None,
+                        rounds=3)
+  m, fidelity = cpu_check.measure(plan)
+  assert rounds == [3.0, 1.0, 2.0]
+  assert m["ours_forward_float32"]["value"] == 2.0  # the median, not the mean or the last
+  assert m["ours_forward_float32"]["details"] == {"jit_compile": False, "rounds": [3.0, 1.0, 2.0]}
+  assert m["hf_torch_forward_float32"] == {"skipped": "no hf_torch"}
+  assert m["best_int8"] == {"error": "export failed"}
+  assert fidelity == [{"fidelity": "round 1"}]
+  # One round (the default) is the round's own measurements, untouched.
+  values = iter([5.0])
+  m, _ = cpu_check.measure(plan._replace(rounds=1))
+  assert m["ours_forward_float32"] == figure(5.0, jit_compile=False)
+
+
 def test_short_request_without_a_gemm_rate_is_an_error():
   config = AlbertConfig.from_preset("base")
   with pytest.raises(RuntimeError, match="no float32 GEMM rate: boom"):

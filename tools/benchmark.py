@@ -1014,7 +1014,10 @@ def _positive_ints(flag_name, values):
 
 
 def main(_):
-  config = load_config(FLAGS.config)  # no TensorFlow yet: flag errors come at once
+  try:
+    config = load_config(FLAGS.config)  # no TensorFlow yet: flag errors come at once
+  except (FileNotFoundError, ValueError) as e:  # albert_tf's ConfigError is a ValueError
+    raise app.UsageError(f"--config={FLAGS.config}: {e}") from None
   if FLAGS.parameter_sharing:
     config = config.replace(parameter_sharing=FLAGS.parameter_sharing)
   modes = set(FLAGS.mode)
@@ -1079,4 +1082,5 @@ def portable_model(config, runtimes, max_seq_length):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  from albert_tf.core import cli  # the binaries' one-line errors; no TensorFlow
+  cli.run(main)

@@ -51,7 +51,8 @@ argmax_changed of its predicted classes (the goal: none changed).
 Each measurement is a program run in a process of its own (tools/benchmark.py,
 tools/hf_torch_bench.py, tools/kerashub_bench.py), its JSON lines read back: our figures are taken
 under the benchmark's own flag defaults, and no measurement inherits another's threads, memory or
-Keras policy.
+Keras policy. --rounds=N takes every measurement N times, round after round, and each bar reads
+the medians (a shared machine's peers moved by up to 20% between single runs).
 
 Prints one JSON line per bar (comparison, ours, theirs, unit, ratio, ratio_of, bar, passed,
 ours_is, theirs_is, and skipped / error / details), one per fidelity measurement, then a summary
@@ -63,6 +64,7 @@ when one fails (2 for a usage error, as the binaries).
 import collections
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -150,6 +152,9 @@ def define_flags():
                        "The short request's length.", lower_bound=3)
   flags.DEFINE_integer("steps", 5, "Timed calls of each forward and training measurement, every "
                        "side (the median is kept).", lower_bound=1)
+  flags.DEFINE_integer("rounds", 1, "Times to take every measurement, round after round; each "
+                       "bar reads the median of its rounds (3 steadies the verdicts on a shared "
+                       "machine, at 3 times the run's length).", lower_bound=1)
   flags.DEFINE_integer("serving_threads", None,
                        "The int8 exports' runtime threads (LiteRT, ONNX Runtime). Default: every "
                        "CPU thread, as many as the SavedModel's TensorFlow uses.", lower_bound=1)
@@ -555,21 +560,44 @@ def short_request_matmuls(config, tokens, gemm):
 
 
 Plan = collections.namedtuple("Plan", ["config", "shape", "steps", "threads", "peers", "bf16",
-                                       "classifier"])
+                                       "classifier", "rounds"], defaults=(1,))
 
 
 def measure(plan):
-  """Every measurement the bars need, each in a process of its own; a failed one is recorded
-  as {"error": ...} under its keys, a peer not run as {"skipped": why}.
+  """Every measurement the bars need, plan.rounds times over (round after round, so that a
+  slower minute of a shared machine falls on every side alike), each value the median of its
+  rounds, which its details list as "rounds". A measurement that failed in any round is recorded
+  as {"error": ...} (it fails its bars), a peer not run as {"skipped": why}.
 
   Args:
     plan: a Plan: config (name or path), shape, steps, threads (the int8 runtimes'), peers
       ({peer: its interpreter, or None}), bf16 (whether to measure bf16), classifier (None, or
-      (checkpoint, its config file, fidelity data or None)).
+      (checkpoint, its config file, fidelity data or None)), rounds.
 
   Returns:
-    ({key: {"value", "unit", "details"?} or {"error"} or {"skipped"}}, the fidelity lines).
+    ({key: {"value", "unit", "details"?} or {"error"} or {"skipped"}}, the first round's
+    fidelity lines).
   """
+  rounds = [measure_once(plan) for _ in range(plan.rounds)]
+  if len(rounds) == 1:
+    return rounds[0]
+  combined = {}
+  for key, first in rounds[0][0].items():
+    each = [r[0].get(key, {"error": "not measured in every round"}) for r in rounds]
+    failed = next((m for m in each if "value" not in m), None)
+    if failed is not None:
+      combined[key] = failed
+      continue
+    values = [m["value"] for m in each]
+    combined[key] = dict(first, value=statistics.median(values),
+                         details=dict(first.get("details", {}), rounds=values))
+  return combined, rounds[0][1]
+
+
+def measure_once(plan):
+  """One round of every measurement the bars need (see measure), each in a process of its own;
+  a failed one is recorded as {"error": ...} under its keys, a peer not run as
+  {"skipped": why}. Returns what measure does, for this round."""
   precisions = PRECISIONS if plan.bf16 else PRECISIONS[:1]
   m = {}
   for peer, python in plan.peers.items():
@@ -673,7 +701,7 @@ def main(argv):
   plan = Plan(_absolute(FLAGS.config), shape, FLAGS.steps,
               FLAGS.serving_threads or os.cpu_count(),
               {"hf_torch": FLAGS.hf_python, "keras_hub": FLAGS.kerashub_python}, None,
-              classifier)
+              classifier, FLAGS.rounds)
   print(f"cpu_check: {hardware.describe()}", file=sys.stderr, flush=True)
   lines = run_check(plan)
   for line in lines:
