@@ -44,6 +44,45 @@ def test_layer_norm_matches_the_reference_and_keras():
   np.testing.assert_allclose(tf.cast(out, tf.float32).numpy(), expected, atol=0.05, rtol=0.01)
 
 
+def test_half_precision_training_gelu_computes_in_float32():
+  x = np.linspace(-6, 6, 241).astype(np.float32)
+  half = tf.constant(x, tf.bfloat16)
+  exact = tf.cast(half, tf.float64).numpy()  # the bf16 inputs, exactly
+  with tf.GradientTape() as tape:
+    tape.watch(half)
+    y = layers.activations.gelu_in_float32(half)
+  slope = tape.gradient(y, half)
+  assert y.dtype == tf.bfloat16 and slope.dtype == tf.bfloat16
+  # One rounding to bfloat16 (8 bits) from the float64 values: within half a bf16 ulp (atol:
+  # below x = -4.5, 1 + tanh cancels to float32's resolution, as in the original's float32).
+  np.testing.assert_allclose(tf.cast(y, tf.float64).numpy(), ref.gelu(exact), rtol=2 ** -8,
+                             atol=1e-5)
+  t = np.tanh(np.sqrt(2 / np.pi) * (exact + 0.044715 * exact ** 3))
+  derivative = 0.5 * (1 + t) + 0.5 * exact * (1 - t * t) * np.sqrt(2 / np.pi) * (
+      1 + 3 * 0.044715 * exact ** 2)
+  np.testing.assert_allclose(tf.cast(slope, tf.float64).numpy(), derivative, rtol=2 ** -8,
+                             atol=1e-5)
+  # Float32 keeps TensorFlow's own GELU and its autodiff gradient, training or not.
+  f32 = tf.constant(x)
+  np.testing.assert_array_equal(layers.activations.activate(layers.gelu, f32, training=True),
+                                layers.gelu(f32))
+
+
+def test_a_bf16_training_step_reaches_the_float32_gelu(monkeypatch):
+  calls = []
+  real = layers.activations.gelu_in_float32
+  monkeypatch.setattr(layers.activations, "gelu_in_float32",
+                      lambda x: calls.append(x.dtype) or real(x))
+  with policy_scope("mixed_bfloat16"):
+    block = layers.SharedTransformer(2, 1, 1, 8, 2, 16)
+  x = tf.constant(np.random.default_rng(3).normal(size=(2, 5, 8)), tf.float32)
+  adder = layers.attention_mask_adder(tf.ones((2, 5), tf.int32), tf.bfloat16)
+  block(x, adder, training=False)
+  assert not calls  # inference: tf.nn.gelu, which grappler fuses into the MatMul
+  block(x, adder, training=True)  # Keras hands `training` down to the FFN's Dense
+  assert calls == [tf.bfloat16, tf.bfloat16]  # one intermediate, run by 2 layers
+
+
 def test_activation_names():
   assert layers.get_activation("linear") is None
   assert layers.get_activation("RELU") is tf.nn.relu

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.activations import get_activation
+from albert_tf.layers.activations import activate, get_activation
 
 # The dense weights already cast to the compute dtype in the forward pass now running, by
 # variable (see weights_cast_once); None outside one.
@@ -157,6 +157,8 @@ class Dense(keras.layers.Layer):
 
   Call arguments:
     x: float tensor [..., input_dim].
+    training: bool. A training step's call (Keras passes the caller's): a half-precision GELU
+      then runs in float32 (activations.activate).
 
   Returns:
     Float tensor [..., units].
@@ -179,7 +181,7 @@ class Dense(keras.layers.Layer):
                  if self.use_bias else None)
     self.built = True
 
-  def call(self, x):
+  def call(self, x, training=None):
     # One [N, input_dim] x [input_dim, units] MatMul then BiasAdd, N = the product of the
     # leading axes: the product tensordot computes, without its dynamic-shape bookkeeping (a
     # dozen small int32 ops per layer, most of what a short serving request runs besides the
@@ -191,7 +193,7 @@ class Dense(keras.layers.Layer):
       y = tf.nn.bias_add(y, _read(self, self.bias))
     if rank != 2:
       y = tf.reshape(y, tf.concat([tf.shape(x)[:-1], [self.units]], 0))
-    return self.activation(y) if self.activation is not None else y
+    return activate(self.activation, y, bool(training)) if self.activation is not None else y
 
   def compute_output_shape(self, input_shape):
     return tuple(input_shape)[:-1] + (self.units,)
