@@ -57,7 +57,8 @@ def main(argv):
   # Before any work: a conversion takes minutes.
   check_output_file(FLAGS.output_file, FLAGS.overwrite, "--output_file")
   check_calibration_flags()
-  from albert_tf.export.onnx import export_onnx, require_dependencies
+  from albert_tf.export.onnx import check_fusions, export_onnx, require_dependencies
+  check_fusions(FLAGS.quantize, FLAGS.ort_optimize)
   require_dependencies(FLAGS.quantize, FLAGS.ort_optimize)  # before the model loads
   model = portable_flags.model_from_flags()
   calibration = calibration_from_flags(model.config)  # before the conversion

@@ -174,6 +174,16 @@ def test_binary_names_the_calibration_flag_in_one_line(tmp_path):
   assert not (tmp_path / "x.onnx").exists()
 
 
+def test_static_with_ort_fusions_is_refused_before_any_work(tmp_path):
+  # On ORT's fused graph the static file dequantized its weights every request (10x slower).
+  with pytest.raises(errors.UsageError, match="--ort_optimize with --quantize=static"):
+    onnx_export.export_onnx(None, str(tmp_path / "x.onnx"), 48, quantize="static",
+                            optimize=True, calibration=[{"input_ids": None}])
+  assert not (tmp_path / "x.onnx").exists()
+  onnx_export.check_fusions("dynamic_range", True)  # the dynamic file takes the fusions
+  onnx_export.check_fusions("static", False)
+
+
 @pytest.fixture(scope="module")
 def static_exports(tmp_path_factory):
   """The fixture MRPC classifier exported float, dynamic int8 and static int8 (QDQ by the binary,

@@ -37,8 +37,10 @@ def test_inference_casts_each_shared_weight_once_and_training_once_a_read():
 
 
 def test_casting_once_gives_the_same_outputs():
+  # relu: training=True also runs a half-precision GELU in float32 (activations.activate), which
+  # rounds differently; relu is the same arithmetic either way, so only the casts differ here.
   with policy_scope("mixed_bfloat16"):
-    model = albert_tf.AlbertModel(CONFIG)
+    model = albert_tf.AlbertModel(CONFIG.replace(hidden_act="relu"))
   inputs = {"input_ids": IDS, "input_mask": (IDS > 0).astype(np.int32)}
   once = model(inputs, training=False)["sequence_output"]
   # training=True (no dropout in CONFIG) casts every weight again at each layer's read.
