@@ -155,15 +155,7 @@ def quantize_dynamic(proto, verbose=False):
     with quiet_quantizer(verbose):
       ort_quantize(source, target, per_channel=True, weight_type=QuantType.QInt8,
                    op_types_to_quantize=["MatMul", "Gather", "Attention"],
-                   extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT,
-                         # The quantized ops' outputs stay float (qdq only; a QLinearMatMul's
-                         # output is uint8 by definition): ORT then runs each weight MatMul as
-                         # one MatMulIntegerToFloat, where a quantized output cost a
-                         # QuantizeLinear + DequantizeLinear per MatMul and kept ORT from fusing
-                         # the GELU that follows (ALBERT-base, 128 tokens, AMX Xeon: 31.6 ms ->
-                         # 23.3 ms, dynamic int8 24.5 ms), and the outputs lose no precision to
-                         # a second rounding.
-                         "OpTypesToExcludeOutputQuantization": list(STATIC_OP_TYPES)})
+                   extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return onnx.load(target)
 
 
