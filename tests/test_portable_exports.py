@@ -125,6 +125,16 @@ def test_exports_have_the_serving_signature(classifier):
     assert [d.dim_param for d in value.type.tensor_type.shape.dim] == ["batch", "length"]
 
 
+@pytest.mark.parametrize("file_name", ["mrpc_none.onnx", "mrpc_dynamic_range.onnx"])
+def test_onnx_layer_norms_are_one_node_each(classifier, file_name):
+  """export.onnx_layer_norm finds every LayerNorm in tf2onnx's real graph: the embeddings' and
+  two per layer (3 layers), none left as ten nodes; the outputs are asserted above."""
+  import onnx  # pylint: disable=import-outside-toplevel
+  ops = [node.op_type for node in onnx.load(str(classifier["paths"][file_name])).graph.node]
+  assert ops.count("LayerNormalization") == 1 + 2 * 3
+  assert "GlobalAveragePool" not in ops and "Reciprocal" not in ops
+
+
 @pytest.fixture(scope="module")
 def sizes(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("sizes")
