@@ -42,6 +42,32 @@ def _read(layer, variable):
     cache[id(variable)] = tf.cast(variable, layer.compute_dtype)
   return cache[id(variable)]
 
+@tf.custom_gradient
+def bias_add_bfloat16(y: tf.Tensor, bias: tf.Tensor):
+  """tf.nn.bias_add(y, bias) for a bfloat16 training step, its bias gradient a reduce_sum of the
+  upstream gradient over the rows.
+
+  Why: TensorFlow's CPU BiasAddGrad sums bfloat16 in bfloat16. Over 1,024 rows of unit
+  normals (a [8, 128] batch) its sums were off by a median 2.8% and up to 108%, at 16,384 rows
+  by a median 13%; reduce_sum accumulates in float32 and rounds once (median 0.13%, bfloat16's
+  own rounding), and is faster besides (0.45 against 0.67 ms at [1024, 768]). float16's
+  BiasAddGrad accumulates in float32 (its reduce_sum does not), so float16 keeps BiasAddGrad.
+  The forward pass is the same BiasAdd, which grappler still fuses with the MatMul before it.
+
+  Args:
+    y: bfloat16 [N, units].
+    bias: bfloat16 [units].
+
+  Returns:
+    y + bias, and its gradient function.
+  """
+
+  def gradient(dy):
+    return dy, tf.reduce_sum(dy, axis=0)
+
+  return tf.nn.bias_add(y, bias), gradient
+
+
 # The original uses tf.contrib.layers.layer_norm, whose variance epsilon is 1e-12.
 LAYER_NORM_EPSILON = 1e-12
 
@@ -158,7 +184,8 @@ class Dense(keras.layers.Layer):
   Call arguments:
     x: float tensor [..., input_dim].
     training: bool. A training step's call (Keras passes the caller's): a half-precision GELU
-      then runs in float32 (activations.activate).
+      then runs in float32 (activations.activate), and a bfloat16 bias gradient sums in float32
+      (bias_add_bfloat16).
 
   Returns:
     Float tensor [..., units].
@@ -190,7 +217,10 @@ class Dense(keras.layers.Layer):
     kernel = _read(self, self.kernel)
     y = tf.matmul(x if rank == 2 else tf.reshape(x, [-1, self.kernel.shape[0]]), kernel)
     if self.bias is not None:
-      y = tf.nn.bias_add(y, _read(self, self.bias))
+      bias = _read(self, self.bias)
+      # The custom gradient takes a tensor: outside a cast-once scope _read gives the variable.
+      y = (bias_add_bfloat16(y, tf.cast(bias, y.dtype)) if training and y.dtype == tf.bfloat16
+           else tf.nn.bias_add(y, bias))
     if rank != 2:
       y = tf.reshape(y, tf.concat([tf.shape(x)[:-1], [self.units]], 0))
     return activate(self.activation, y, bool(training)) if self.activation is not None else y
