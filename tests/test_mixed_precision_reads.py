@@ -1,12 +1,15 @@
-"""Shared weights under a mixed policy: inference casts each once (layers.common.weights_cast_once),
-training once a read, as Keras does; the outputs are the same either way."""
+"""Shared weights under a mixed policy: a forward pass casts each once
+(layers.common.weights_cast_once), inference and training alike; the outputs, and in training the
+gradients, are those of a cast at every read, to the bit."""
 
 import collections
+import contextlib
 
 import numpy as np
 import tensorflow as tf
 
 import albert_tf
+from albert_tf.layers import transformer
 from albert_tf.training.precision import policy_scope
 
 LAYERS = 3
@@ -28,12 +31,46 @@ def _weight_casts(model, training):
   return casts
 
 
-def test_inference_casts_each_shared_weight_once_and_training_once_a_read():
+def test_a_forward_pass_casts_each_shared_weight_once(monkeypatch):
   with policy_scope("mixed_bfloat16"):
     model = albert_tf.AlbertModel(CONFIG)
-  # The FFN's [H, I] kernel is the shared block's alone: 1 cast, or one per layer.
+  # The FFN's [H, I] kernel is the shared block's alone: 1 cast, where a cast per read is one
+  # per layer.
   assert _weight_casts(model, training=False)[(16, 24)] == 1
+  assert _weight_casts(model, training=True)[(16, 24)] == 1
+  monkeypatch.setattr(transformer, "weights_cast_once",
+                      lambda training=False: contextlib.nullcontext())
   assert _weight_casts(model, training=True)[(16, 24)] == LAYERS
+
+
+def _gradients(model):
+  inputs = {"input_ids": IDS, "input_mask": (IDS > 0).astype(np.int32)}
+  with tf.GradientTape() as tape:
+    outputs = model(inputs, training=True)
+    loss = tf.reduce_sum(tf.cast(outputs["sequence_output"], tf.float32) ** 2)
+  # tf.convert_to_tensor: the embeddings' gradients are IndexedSlices. None: the pooler's (the
+  # loss reads the sequence output only).
+  return [None if g is None else tf.convert_to_tensor(g).numpy()
+          for g in tape.gradient(loss, model.trainable_variables)]
+
+
+def test_training_with_one_cast_gives_the_gradients_of_a_cast_per_read(monkeypatch):
+  """Each read's gradient is cast to float32 and the reads' gradients summed in float32 either
+  way (layers.common._shared_cast): the same bits, eager, the same kernels."""
+  with policy_scope("mixed_bfloat16"):
+    model = albert_tf.AlbertModel(CONFIG)
+  once = _gradients(model)
+  monkeypatch.setattr(transformer, "weights_cast_once",
+                      lambda training=False: contextlib.nullcontext())
+  every_read = _gradients(model)
+  assert len(once) == len(every_read) == len(model.trainable_variables)
+  assert sum(a is not None for a in once) >= 14  # embeddings, projection, the shared block
+  for variable, a, b in zip(model.trainable_variables, once, every_read):
+    if a is None or b is None:
+      assert a is None and b is None and "pooler" in variable.path, variable.path
+      continue
+    assert a.dtype == np.float32, variable.path
+    np.testing.assert_array_equal(a, b, err_msg=variable.path)
 
 
 def test_casting_once_gives_the_same_outputs():

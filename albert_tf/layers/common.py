@@ -11,36 +11,55 @@ import tensorflow as tf
 from albert_tf.layers.activations import activate, get_activation
 
 # The dense weights already cast to the compute dtype in the forward pass now running, by
-# variable (see weights_cast_once); None outside one.
+# variable, and whether the pass is a training step's (see weights_cast_once); None outside one.
 _CAST_WEIGHTS = contextvars.ContextVar("albert_tf_cast_weights", default=None)
 
 
 @contextlib.contextmanager
-def weights_cast_once():
+def weights_cast_once(training: bool = False):
   """Within it, a Dense whose float32 weights compute in another dtype (mixed_bfloat16,
   mixed_float16) casts each weight once and reuses the cast: ALBERT's shared block reads the same
-  matrices once per layer, and Keras casts at every read (12 casts of every shared weight a
-  forward pass, ALBERT-base). The values are the same. For inference only: in training each
-  read's gradient is cast to float32 before the reads' gradients are summed, which one shared
-  cast would turn into a sum in the compute dtype.
+  matrices once per layer, where a cast per read is 12 casts of every shared weight a forward
+  pass (ALBERT-base). The values are the same.
+
+  With `training`, each read still has its own gradient: the read's gradient is cast to float32
+  (_shared_cast) before the reads' gradients are summed, in float32, exactly as with a cast per
+  read; one shared cast's gradient would be their sum in the compute dtype.
   """
-  token = _CAST_WEIGHTS.set({})
+  token = _CAST_WEIGHTS.set(({}, training))
   try:
     yield
   finally:
     _CAST_WEIGHTS.reset(token)
 
 
+@tf.custom_gradient
+def _shared_cast(weight, cast):
+  """`cast` (weight already cast to the compute dtype) as a read of `weight`: the gradient goes
+  to `weight`, cast to its dtype, as tf.cast's gradient would; `cast` gets none."""
+
+  def gradient(dy):
+    return tf.cast(dy, weight.dtype), None
+
+  return tf.identity(cast), gradient
+
+
 def _read(layer, variable):
-  """`variable` as `layer` computes with it: the cast made earlier in weights_cast_once's scope,
-  if any."""
-  cache = _CAST_WEIGHTS.get()
-  # The layer's policy, not variable.dtype: inside the layer's call Keras reports the cast dtype.
-  if cache is None or layer.variable_dtype == layer.compute_dtype:
+  """`variable` as `layer` computes with it, in its compute dtype: cast at this read, or once in
+  weights_cast_once's scope."""
+  # The layer's policy: a Dense's weights do not autocast (Dense.build), so that a training read
+  # can take the float32 value.
+  if layer.variable_dtype == layer.compute_dtype:
     return variable
+  scope = _CAST_WEIGHTS.get()
+  if scope is None:
+    return tf.cast(variable, layer.compute_dtype)
+  cache, training = scope
   if id(variable) not in cache:
     cache[id(variable)] = tf.cast(variable, layer.compute_dtype)
-  return cache[id(variable)]
+  if not training:
+    return cache[id(variable)]
+  return _shared_cast(tf.convert_to_tensor(variable), cache[id(variable)])
 
 @tf.custom_gradient
 def bias_add_bfloat16(y: tf.Tensor, bias: tf.Tensor):
@@ -202,9 +221,13 @@ class Dense(keras.layers.Layer):
 
   def build(self, input_shape):
     input_dim = int(input_shape[-1])
+    # autocast=False: _read casts them to the compute dtype itself, once a forward pass in the
+    # shared block (weights_cast_once).
     self.kernel = self.add_weight(name="kernel", shape=(input_dim, self.units),
-                                  initializer=truncated_normal(self.initializer_range))
-    self.bias = (self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
+                                  initializer=truncated_normal(self.initializer_range),
+                                  autocast=False)
+    self.bias = (self.add_weight(name="bias", shape=(self.units,), initializer="zeros",
+                                 autocast=False)
                  if self.use_bias else None)
     self.built = True
 

@@ -1,6 +1,5 @@
 """The attention + FFN block and ALBERT's cross-layer shared transformer."""
 
-import contextlib
 
 import keras
 import tensorflow as tf
@@ -255,8 +254,8 @@ class SharedTransformer(keras.layers.Layer):
 
   def call(self, x, mask_adder, training=False):
     outputs = []
-    # Inference casts each shared weight once, not once a layer (see weights_cast_once).
-    with weights_cast_once() if training is None or training is False else contextlib.nullcontext():
+    # Each shared weight is cast once a forward pass, not once a layer (see weights_cast_once).
+    with weights_cast_once(training=bool(training)):
       for blocks in self.layer_blocks:
         for block in blocks:
           x = block(x, mask_adder, training=training)
