@@ -83,6 +83,49 @@ def test_a_bf16_training_step_reaches_the_float32_gelu(monkeypatch):
   assert calls == [tf.bfloat16, tf.bfloat16]  # one intermediate, run by 2 layers
 
 
+def test_half_precision_training_softmax_computes_in_float32():
+  rng = np.random.default_rng(5)
+  logits = tf.constant(rng.normal(size=(2, 3, 4, 6)) * 8, tf.bfloat16)
+  mask = np.ones((2, 6), np.int32)
+  mask[1, 4:] = 0  # two padding keys in the second example
+  adder = layers.attention_mask_adder(tf.constant(mask), tf.bfloat16)
+  upstream = tf.constant(rng.normal(size=(2, 3, 4, 6)), tf.bfloat16)
+  scale = 0.125
+  with tf.GradientTape() as tape:
+    tape.watch(logits)
+    probs = layers.softmax.scaled_masked_softmax_in_float32(logits, adder, scale)
+    loss = tf.reduce_sum(tf.cast(probs * upstream, tf.float32))
+  d_logits = tape.gradient(loss, logits)
+  assert probs.dtype == tf.bfloat16 and d_logits.dtype == tf.bfloat16
+  # float64 from the same bfloat16 inputs: softmax(l * scale + adder) and its gradient.
+  x = (tf.cast(logits, tf.float64).numpy() * scale
+       + tf.cast(tf.cast(adder, tf.bfloat16), tf.float64).numpy())
+  p = np.exp(x - x.max(-1, keepdims=True))
+  p /= p.sum(-1, keepdims=True)
+  w = tf.cast(upstream, tf.float64).numpy()
+  expected = scale * p * (w - (w * p).sum(-1, keepdims=True))
+  # One rounding to bfloat16 (8 bits) each: within half a bf16 ulp, plus float32's resolution.
+  np.testing.assert_allclose(tf.cast(probs, tf.float64).numpy(), p, rtol=2 ** -8, atol=1e-6)
+  np.testing.assert_allclose(tf.cast(d_logits, tf.float64).numpy(), expected, rtol=2 ** -8,
+                             atol=1e-6)
+  assert np.all(tf.cast(probs, tf.float32).numpy()[1, :, :, 4:] < 1e-30)  # the padding
+
+
+def test_a_bf16_training_step_reaches_the_float32_softmax(monkeypatch):
+  calls = []
+  real = layers.softmax.scaled_masked_softmax_in_float32
+  monkeypatch.setattr(layers.attention, "scaled_masked_softmax_in_float32",
+                      lambda *args: calls.append(args[0].dtype) or real(*args))
+  with policy_scope("mixed_bfloat16"):
+    block = layers.SharedTransformer(2, 1, 1, 8, 2, 16)
+  x = tf.constant(np.random.default_rng(3).normal(size=(2, 5, 8)), tf.float32)
+  adder = layers.attention_mask_adder(tf.ones((2, 5), tf.int32), tf.bfloat16)
+  block(x, adder, training=False)
+  assert not calls  # inference: the graph ops every export runtime runs
+  block(x, adder, training=True)
+  assert calls == [tf.bfloat16, tf.bfloat16]  # 2 layers
+
+
 def test_activation_names():
   assert layers.get_activation("linear") is None
   assert layers.get_activation("RELU") is tf.nn.relu

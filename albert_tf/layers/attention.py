@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers.common import Dense
+from albert_tf.layers.softmax import scaled_masked_softmax_in_float32
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -74,10 +75,14 @@ class AlbertAttention(keras.layers.Layer):
     split = lambda t: tf.transpose(tf.reshape(t, heads), [0, 2, 1, 3])  # [B, N, T, D]
     q, k, v = split(self.query(flat)), split(self.key(flat)), split(self.value(flat))
     logits = tf.matmul(q, k, transpose_b=True)
-    logits = logits * (1.0 / math.sqrt(float(self.head_size)))
-    logits += tf.cast(mask_adder, logits.dtype)
-    # Softmax in float32 so that half-precision policies stay stable.
-    probs = tf.cast(tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1), v.dtype)
+    scale = 1.0 / math.sqrt(float(self.head_size))
+    if training and logits.dtype in (tf.bfloat16, tf.float16):
+      probs = scaled_masked_softmax_in_float32(logits, mask_adder, scale)
+    else:
+      logits = logits * scale
+      logits += tf.cast(mask_adder, logits.dtype)
+      # Softmax in float32 so that half-precision policies stay stable.
+      probs = tf.cast(tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1), v.dtype)
     probs = self.dropout(probs, training=training)
     context = tf.matmul(probs, v)  # [B, N, T, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])
