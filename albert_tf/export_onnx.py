@@ -34,8 +34,8 @@ FLAGS = portable_flags.FLAGS
 portable_flags.define_flags(("none", "dynamic_range", "static"))
 flags.DEFINE_integer("opset", 17, "The ONNX opset to target.")
 flags.DEFINE_bool("ort_optimize", False,
-                  "Apply ONNX Runtime's transformer fusions (attention, LayerNorm, GELU): "
-                  "faster in ONNX Runtime, but the file then needs ONNX Runtime's own ops.")
+                  "Apply ONNX Runtime's transformer fusions (attention and GELU, where it "
+                  "finds them) before quantizing; the file then needs ONNX Runtime's own ops.")
 flags.DEFINE_string("calibration_data", None,
                     "--quantize=static: a TFRecord of the task's features (int64 input_ids, "
                     "input_mask, segment_ids of at most --max_seq_length values, as "

@@ -24,10 +24,11 @@ Options:
                             qoperator  the integer ops themselves (QLinearMatMul), with a
                                        QuantizeLinear/DequantizeLinear at each float boundary.
   ort_optimize            ONNX Runtime's transformer fusions (onnxruntime.transformers, model type
-                          'bert': attention, GELU; not the residual Add into the LayerNorm,
-                          slower in ORT's CPU kernel) before
-                          quantizing: faster in ORT, but the fused ops are ORT's own
-                          (com.microsoft), so the file then runs in ONNX Runtime only.
+                          'bert': attention and GELU where it finds them; not the residual Add
+                          into the LayerNorm, slower in ORT's CPU kernel) before quantizing.
+                          The fused ops are ORT's own (com.microsoft), so the file then runs
+                          in ONNX Runtime only. On tf2onnx's ALBERT graph ORT finds no
+                          attention to fuse, and fuses the GELU at load without the flag.
 
 LayerNorms: each one LayerNormalization node (opset 17 and later; export.onnx_layer_norm), which
 every runtime reads and ONNX Runtime runs as one fused kernel, where tf2onnx writes ten nodes.
