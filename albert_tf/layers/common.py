@@ -61,6 +61,7 @@ def _read(layer, variable):
     return cache[id(variable)]
   return _shared_cast(tf.convert_to_tensor(variable), cache[id(variable)])
 
+
 @tf.custom_gradient
 def bias_add_bfloat16(y: tf.Tensor, bias: tf.Tensor):
   """tf.nn.bias_add(y, bias) for a bfloat16 training step, its bias gradient a reduce_sum of the
@@ -241,7 +242,8 @@ class Dense(keras.layers.Layer):
     y = tf.matmul(x if rank == 2 else tf.reshape(x, [-1, self.kernel.shape[0]]), kernel)
     if self.bias is not None:
       bias = _read(self, self.bias)
-      # The custom gradient takes a tensor: outside a cast-once scope _read gives the variable.
+      # The custom gradient takes a tensor: where the weights are bfloat16 already (a bfloat16
+      # policy), _read gives the variable itself.
       y = (bias_add_bfloat16(y, tf.cast(bias, y.dtype)) if training and y.dtype == tf.bfloat16
            else tf.nn.bias_add(y, bias))
     if rank != 2:
