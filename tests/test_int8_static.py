@@ -174,6 +174,25 @@ def test_binary_names_the_calibration_flag_in_one_line(tmp_path):
   assert not (tmp_path / "x.onnx").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("flags,expected", [
+    (["--noreduce_range"], "--noreduce_range with --quantize=none: the weights' range is for "
+                           "int8 files"),
+    (["--quantize=dynamic_range", "--calibration_data=x.tf_record"],
+     "--calibration_data=x.tf_record with --quantize=dynamic_range: calibration is for "
+     "--quantize=static"),
+])
+def test_int8_flags_without_their_int8_are_refused_in_one_line(tmp_path, flags, expected):
+  result = run_binary("export_onnx", [
+      f"--albert_config_file={os.path.join(ORIGINAL_MODEL, 'albert_config.json')}",
+      f"--output_file={tmp_path / 'x.onnx'}", "--max_seq_length=48", "--random_weights"] + flags,
+      check=False)
+  assert result.returncode == errors.USAGE_EXIT_CODE
+  lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+  assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
+  assert "Traceback" not in result.stderr and not (tmp_path / "x.onnx").exists()
+
+
 def test_static_with_ort_fusions_is_refused_before_any_work(tmp_path):
   # On ORT's fused graph the static file dequantized its weights every request (10x slower).
   with pytest.raises(errors.UsageError, match="--ort_optimize with --quantize=static"):
@@ -224,9 +243,9 @@ def test_static_int8_agrees_with_float(static_exports, quant_format):
   keras, mask = static_exports["keras"], static_exports["features"]["input_mask"]
   assert sorted(outputs) == ["pooled_output", "probabilities", "sequence_output"]
   cosine = worst_cosine(outputs["sequence_output"], keras["sequence_output"], mask)
-  # The dynamic export's bar (test_portable_exports); this 32-wide fixture is the hard case for
-  # int8 (few values per dot product to average the rounding out).
-  assert cosine >= 0.97, cosine
+  # The dynamic export's bar (test_portable_exports), issue 38's goal: 0.9996 with 7-bit
+  # weights on every x86 CPU, where 8-bit ones gave 0.973 on an AVX2 EPYC (MLAS saturating).
+  assert cosine >= 0.999, cosine
   np.testing.assert_array_equal(outputs["probabilities"].argmax(-1),
                                 keras["probabilities"].argmax(-1))
   np.testing.assert_allclose(static_exports["outputs"]["float"]["sequence_output"],
@@ -292,6 +311,29 @@ def test_static_files_hold_the_asked_formats(static_exports):
         assert consumers and not any(c.op_type == "QuantizeLinear" for c in consumers), (
             node.name, [c.op_type for c in consumers])
       assert quantized == weight_matmuls
+
+
+@pytest.mark.slow
+def test_int8_weights_are_seven_bit_unless_asked(static_exports):
+  """Every int8 file's weights lie in [-64, 64] (reduce_range): MLAS's AVX2 kernel adds pairs
+  of u8 x s8 products in int16, which 255 x 127 x 2 overflows and 255 x 64 x 2 does not; an
+  8-bit file saturated there (ALBERT-base dynamic int8 on an AVX2 EPYC: cosine to float 0.987).
+  reduce_range=False gives the full range back."""
+  from onnx import TensorProto, numpy_helper  # pylint: disable=import-outside-toplevel
+
+  def int8_weights(graph):
+    return [numpy_helper.to_array(init) for init in graph.initializer
+            if init.data_type == TensorProto.INT8 and len(init.dims) == 2]
+
+  for name in ("qdq", "qoperator", "dynamic"):
+    weights = int8_weights(_ops(static_exports["paths"][name]))
+    assert len(weights) >= 6, name  # the shared block's 6, stored once, and the others'
+    assert min(int(w.min()) for w in weights) >= -64, name
+    assert max(int(w.max()) for w in weights) <= 64, name
+  model = albert_tf.AlbertModel(CONFIG)
+  full = onnx_export.quantize_dynamic(onnx_export.convert(model, MAX_SEQ_LENGTH),
+                                      reduce_range=False)
+  assert max(int(abs(w.astype(np.int32)).max()) for w in int8_weights(full.graph)) == 127
 
 
 @pytest.mark.slow

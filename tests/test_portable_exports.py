@@ -106,7 +106,9 @@ def test_float_exports_equal_the_keras_model(classifier, file_name):
 def test_int8_exports_agree_with_float(classifier, file_name):
   outputs = _outputs(classifier, file_name)
   keras, mask = classifier["keras"], classifier["features"]["input_mask"]
-  assert worst_cosine(outputs["sequence_output"], keras["sequence_output"], mask) >= 0.97
+  # Issue 38's goal. ONNX int8 has 7-bit weights (reduce_range): with 8-bit ones MLAS's AVX2
+  # kernel saturated (0.973 here on an AVX2 EPYC; 0.9998 now, the same on every x86 CPU).
+  assert worst_cosine(outputs["sequence_output"], keras["sequence_output"], mask) >= 0.999
   np.testing.assert_array_equal(outputs["probabilities"].argmax(-1),
                                 keras["probabilities"].argmax(-1))
 
@@ -161,7 +163,7 @@ def test_int8_on_random_weights(sizes, fmt):
   outputs = {name: sizes["outputs"][f"size_{q}.{fmt}:sequence_output"]
              for name, q in (("float", "none"), ("int8", "dynamic_range"))}
   np.testing.assert_allclose(outputs["float"], sizes["keras"]["sequence_output"], atol=1e-4)
-  assert worst_cosine(outputs["int8"], outputs["float"], sizes["features"]["input_mask"]) >= 0.97
+  assert worst_cosine(outputs["int8"], outputs["float"], sizes["features"]["input_mask"]) >= 0.999
 
 
 def test_binary_exports_a_hugging_face_span_labeler(tmp_path):

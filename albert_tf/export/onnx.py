@@ -13,9 +13,9 @@ Options:
                           activations whose ranges are fixed from calibration examples
                           (export.calibration: the task's data) instead of measured per request,
                           so that no request pays for finding them. u8 activations x s8
-                          per-channel weights without reduce_range: the operands of MLAS's
-                          u8s8 kernels (VNNI, AMX-INT8). Only the MatMuls and the embedding
-                          Gathers are quantized; softmax, LayerNorm and GELU stay float.
+                          per-channel weights: the operands of MLAS's u8s8 kernels (VNNI,
+                          AMX-INT8). Only the MatMuls and the embedding Gathers are quantized;
+                          softmax, LayerNorm and GELU stay float.
                           quant_format says how the file spells it:
                             qdq        QuantizeLinear/DequantizeLinear pairs on the quantized
                                        ops' inputs, their outputs float, which ORT fuses into
@@ -23,6 +23,14 @@ Options:
                                        for CPUs since 1.11; the faster one);
                             qoperator  the integer ops themselves (QLinearMatMul), with a
                                        QuantizeLinear/DequantizeLinear at each float boundary.
+  reduce_range            (both int8 kinds; default on) weights in 7 bits, [-64, 64] per channel,
+                          as ONNX Runtime advises for CPUs without VNNI: there MLAS's u8s8
+                          kernel (AVX2 vpmaddubsw) adds each pair of u8 x s8 products in int16,
+                          which 8-bit weights overflow, saturating silently (ALBERT-base, 128
+                          tokens, dynamic int8 on an AVX2 EPYC: cosine to float32 0.987). With
+                          7-bit weights no pair can overflow, so a file computes the same
+                          integers on every x86 CPU (cosine 0.9994 there and on VNNI/AMX);
+                          8-bit weights are a little closer to float on VNNI/AMX only (0.9998).
   ort_optimize            ONNX Runtime's transformer fusions (onnxruntime.transformers, model type
                           'bert': attention and GELU where it finds them; not the residual Add
                           into the LayerNorm, slower in ORT's CPU kernel) before quantizing.
@@ -158,9 +166,10 @@ def quiet_quantizer(verbose=False):
     root.setLevel(level)
 
 
-def quantize_dynamic(proto, verbose=False):
-  """ONNX Runtime's dynamic int8 quantization of `proto`: per-channel int8 weights. `verbose`
-  shows the quantizer's notices (see quiet_quantizer)."""
+def quantize_dynamic(proto, reduce_range=True, verbose=False):
+  """ONNX Runtime's dynamic int8 quantization of `proto`: per-channel int8 weights, in 7 bits with
+  `reduce_range` (see the module docstring). `verbose` shows the quantizer's notices (see
+  quiet_quantizer)."""
   import onnx  # pylint: disable=import-outside-toplevel
   from onnxruntime.quantization import QuantType  # pylint: disable=import-outside-toplevel
   from onnxruntime.quantization import quantize_dynamic as ort_quantize  # pylint: disable=import-outside-toplevel
@@ -169,8 +178,8 @@ def quantize_dynamic(proto, verbose=False):
     onnx.save(proto, source)
     # Shape inference knows no fused (com.microsoft) op's output type: they are all float.
     with quiet_quantizer(verbose):
-      ort_quantize(source, target, per_channel=True, weight_type=QuantType.QInt8,
-                   op_types_to_quantize=["MatMul", "Gather", "Attention"],
+      ort_quantize(source, target, per_channel=True, reduce_range=reduce_range,
+                   weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gather", "Attention"],
                    extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return onnx.load(target)
 
@@ -208,7 +217,7 @@ def check_static_options(calibration, quant_format):
                             f"{', '.join(QUANT_FORMATS)}")
 
 
-def quantize_static(proto, calibration, quant_format="qdq", verbose=False):
+def quantize_static(proto, calibration, quant_format="qdq", reduce_range=True, verbose=False):
   """ONNX Runtime's static int8 quantization of `proto` (see the module docstring).
 
   Args:
@@ -216,6 +225,7 @@ def quantize_static(proto, calibration, quant_format="qdq", verbose=False):
     calibration: a list of {input_ids, input_mask, segment_ids: int32 [1, t]} features
       (export.calibration), run through the float model to fix each activation's range.
     quant_format: one of QUANT_FORMATS.
+    reduce_range: weights in 7 bits (see the module docstring).
     verbose: show the quantizer's notices (see quiet_quantizer).
 
   Returns:
@@ -243,7 +253,7 @@ def quantize_static(proto, calibration, quant_format="qdq", verbose=False):
       quantization.quantize_static(
           source, target, Reader(), quant_format=formats[quant_format],
           op_types_to_quantize=list(STATIC_OP_TYPES), nodes_to_exclude=activation_matmuls(proto),
-          per_channel=True, reduce_range=False,
+          per_channel=True, reduce_range=reduce_range,
           activation_type=quantization.QuantType.QUInt8,
           weight_type=quantization.QuantType.QInt8,
           # MinMax: the ranges seen. ORT's Percentile and Entropy calibrators need examples of
@@ -266,8 +276,8 @@ def quantize_static(proto, calibration, quant_format="qdq", verbose=False):
 
 
 def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAULT_OPSET,
-                optimize=False, calibration=None, quant_format="qdq", overwrite=False,
-                verbose=False):
+                optimize=False, calibration=None, quant_format="qdq", reduce_range=True,
+                overwrite=False, verbose=False):
   """Writes `model`'s serving function as an .onnx file, atomically.
 
   Args:
@@ -280,6 +290,7 @@ def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAU
     calibration: for quantize=static, the examples that fix the activations' ranges (a list as
       export.calibration.read_calibration_examples returns).
     quant_format: for quantize=static, one of QUANT_FORMATS.
+    reduce_range: for int8, weights in 7 bits (see the module docstring).
     overwrite: replace output_file when it exists.
     verbose: show the quantizer's notices (see quiet_quantizer).
 
@@ -302,9 +313,9 @@ def export_onnx(model, output_file, max_seq_length, quantize="none", opset=DEFAU
   if optimize:
     proto = ort_optimize(proto, model.config)
   if quantize == "dynamic_range":
-    proto = quantize_dynamic(proto, verbose)
+    proto = quantize_dynamic(proto, reduce_range, verbose)
   elif quantize == "static":
-    proto = quantize_static(proto, calibration, quant_format, verbose)
+    proto = quantize_static(proto, calibration, quant_format, reduce_range, verbose)
   data = proto.SerializeToString()
   write_file_atomically(output_file, data, overwrite)
   return len(data)
