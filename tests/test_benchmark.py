@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import albert_tf
-from albert_tf.core import hardware
+from albert_tf.core import hardware, onednn
 from helpers import ORIGINAL_MODEL, REPO_ROOT
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
@@ -183,8 +183,10 @@ def test_forward_and_train_lines_report_flops_and_mfu():
     assert (line["peak_tflops"], line["peak_source"]) == (0.5, "--peak_tflops")
     assert line["mfu"] == pytest.approx(line["achieved_tflops"] / 0.5, rel=1e-3)
     assert line["mfu_note"] is None and line["accelerator"] == "CPU"
-    # The binaries' default: no XLA.
+    # The binaries' default: no XLA; TensorFlow's kernels in oneDNN on every x86 CPU with AVX2
+    # (albert_tf.core.onednn), TensorFlow's default elsewhere.
     assert line["jit_compile_requested"] is False and line["jit_compile"] is False
+    assert line["onednn"] is onednn.applies()
 
 
 @pytest.mark.slow

@@ -119,10 +119,12 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
 
 
 # The interrupted run: the job built from settings alone (no flags), paused by its after_save hook
-# right after model.ckpt-4 so that the test can kill it there.
+# right after model.ckpt-4 so that the test can kill it there; its process set up as the binary's
+# (running_job: TensorFlow's oneDNN kernels as the binary chooses them, before TensorFlow loads).
 PAUSED_RUN = """
 import sys, time
-from albert_tf.core import settings
+from albert_tf.core import onednn, settings
+onednn.turn_on_for_training()
 from albert_tf.training.pretraining import PretrainingJob
 output_dir, original = sys.argv[1:]
 job = PretrainingJob(settings.PretrainingSettings(

@@ -26,7 +26,10 @@ repeated by tf.data. The defaults are run_pretraining's: --jit_compile off, and 
 --jit_compile_fast_path compiles without XLA where XLA is the slower path (mixed_bfloat16 on CPUs with
 bf16 units only: XLA's CPU backend does not reach oneDNN's bf16 kernels; albert_tf/training/fast_path.py,
 logged); the forward is compiled by the same rule. Lines report jit_compile_requested (the
-flag) and jit_compile (what the step was compiled with).
+flag) and jit_compile (what the step was compiled with). As the training binaries, forward and
+train run TensorFlow's CPU kernels in oneDNN on AVX2 CPUs where TensorFlow's default would not
+(albert_tf.core.onednn; TF_ENABLE_ONEDNN_OPTS=0 keeps Eigen); lines report `onednn`, and the
+serving children run with TensorFlow's default.
 
 Where the time goes: --profile=DIR writes a TensorFlow profiler trace of the timed steps into
 DIR/forward and DIR/train (TensorBoard's profile plugin opens it: `tensorboard --logdir=DIR`);
@@ -919,6 +922,12 @@ def fidelity_features_of(config, max_seq_length, data_file=None):
           for name in portable.INPUT_NAMES}
 
 
+def onednn_on():
+  """Whether this process's TensorFlow runs its CPU kernels in oneDNN (albert_tf.core.onednn)."""
+  from tensorflow.python.util import _pywrap_util_port  # pylint: disable=import-outside-toplevel
+  return bool(_pywrap_util_port.IsMklEnabled())
+
+
 def _run_child(function, plan, directory, what):
   """Runs benchmark.<function>(plan file) in a child process; its lines go to our stdout."""
   plan_file = os.path.join(directory, f"plan-{os.getpid()}.json")
@@ -926,11 +935,12 @@ def _run_child(function, plan, directory, what):
     json.dump(plan, f)
   code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
           f"import benchmark; benchmark.{function}({plan_file!r})")
+  from albert_tf.core import onednn  # pylint: disable=import-outside-toplevel
   # The child's stderr (TensorFlow's start-up notices) is shown only if it fails.
   sys.stdout.flush()
   try:
     result = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
-                            check=False)
+                            check=False, env=onednn.child_environment())
   finally:
     os.remove(plan_file)
   if result.returncode != 0:
@@ -1037,9 +1047,13 @@ def main(_):
       check_serving_tokens(config, token_counts)
     except ValueError as e:
       raise app.UsageError(str(e)) from None
+  from albert_tf.core import onednn
   from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()  # before TensorFlow's first import
   if modes & {"forward", "train", "all"}:
+    # As the training binaries run (the serving children get TensorFlow's default back:
+    # _run_child).
+    onednn.turn_on_for_training()
     strategy, model = build_pretrainer(config, FLAGS.mixed_precision)
     batch = synthetic_batch(config, FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions)
     timing = dict(jit_compile=FLAGS.jit_compile,
@@ -1049,7 +1063,7 @@ def main(_):
                   fields=dict(seq_length=FLAGS.seq_length, num_predictions=FLAGS.num_predictions,
                               config=FLAGS.config, threads=os.cpu_count(),
                               parameter_sharing=config.parameter_sharing,
-                              parameters=model.count_params()))
+                              parameters=model.count_params(), onednn=onednn_on()))
     profile = lambda mode: os.path.join(FLAGS.profile, mode) if FLAGS.profile else None
     if modes & {"forward", "all"}:
       report(benchmark_forward(model, config, batch, profile_dir=profile("forward"), **timing))

@@ -181,7 +181,8 @@ def running_job():
   """Around what a training binary's main() does once its settings are made: importing its job
   class (inside the `with`, so that --help does not load TensorFlow) and running it.
 
-  TensorFlow's start-up notices are quieted first; settings that cannot work (UsageError) end as
+  TensorFlow's start-up notices are quieted first and, where TensorFlow leaves them off, its
+  oneDNN kernels turned on (albert_tf.core.onednn); settings that cannot work (UsageError) end as
   a flag error; a run preempted by SIGTERM exits with PREEMPTED_EXIT_CODE (42) once its
   checkpoint is saved, for a scheduler to restart it.
 
@@ -191,8 +192,12 @@ def running_job():
   """
   # pylint: disable=import-outside-toplevel
   from absl import app
+  from albert_tf.core import onednn
   from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()
+  turned_on = onednn.turn_on_for_training()  # before the job imports TensorFlow
+  if turned_on:
+    logging.getLogger("albert_tf").info(turned_on)
   try:
     yield
   except Exception as e:  # pylint: disable=broad-exception-caught
