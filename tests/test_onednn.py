@@ -65,8 +65,8 @@ def test_a_training_binarys_tensorflow_runs_onednn_where_it_applies():
   anyway), and a user's 0 turns it off."""
   code = ("from albert_tf.training import flags as f\n"
           "with f.running_job():\n"
-          "  from tensorflow.python.util import _pywrap_util_port as p\n"
-          "  print('onednn', p.IsMklEnabled())\n")
+          "  from albert_tf.core import onednn\n"
+          "  print('onednn', onednn.tensorflow_uses_onednn())\n")
   env = {k: v for k, v in os.environ.items() if k != onednn.VARIABLE}
 
   def run(**extra):

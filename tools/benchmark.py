@@ -922,12 +922,6 @@ def fidelity_features_of(config, max_seq_length, data_file=None):
           for name in portable.INPUT_NAMES}
 
 
-def onednn_on():
-  """Whether this process's TensorFlow runs its CPU kernels in oneDNN (albert_tf.core.onednn)."""
-  from tensorflow.python.util import _pywrap_util_port  # pylint: disable=import-outside-toplevel
-  return bool(_pywrap_util_port.IsMklEnabled())
-
-
 def _run_child(function, plan, directory, what):
   """Runs benchmark.<function>(plan file) in a child process; its lines go to our stdout."""
   plan_file = os.path.join(directory, f"plan-{os.getpid()}.json")
@@ -1063,7 +1057,8 @@ def main(_):
                   fields=dict(seq_length=FLAGS.seq_length, num_predictions=FLAGS.num_predictions,
                               config=FLAGS.config, threads=os.cpu_count(),
                               parameter_sharing=config.parameter_sharing,
-                              parameters=model.count_params(), onednn=onednn_on()))
+                              parameters=model.count_params(),
+                              onednn=onednn.tensorflow_uses_onednn()))
     profile = lambda mode: os.path.join(FLAGS.profile, mode) if FLAGS.profile else None
     if modes & {"forward", "all"}:
       report(benchmark_forward(model, config, batch, profile_dir=profile("forward"), **timing))

@@ -59,3 +59,9 @@ def child_environment():
   if _set_here:
     env.pop(VARIABLE, None)
   return env
+
+
+def tensorflow_uses_onednn():
+  """Whether this process's TensorFlow runs its CPU kernels in oneDNN (imports TensorFlow)."""
+  from tensorflow.python.util import _pywrap_util_port  # pylint: disable=import-outside-toplevel
+  return bool(_pywrap_util_port.IsMklEnabled())
