@@ -1,16 +1,16 @@
 """Character-level NER (Chinese): one character a line with a WordPiece vocab.txt, and
 --char_level splitting a word-a-line file's CJK words into characters with their tags spread;
-run_ner trains, predicts and scores per character (checked by seqeval), and its SavedModel tags
-raw Chinese text per character."""
+run_ner trains, predicts and scores per character (as seqeval: albert_tf.tasks.ner.metrics,
+checked in tests/test_ner_data.py), and its SavedModel tags raw Chinese text per character."""
 
 import os
 
 import pytest
-from seqeval import metrics as seqeval_metrics
 
 from albert_tf.finetuning import feature_cache
 from albert_tf.core.settings import TokenizerSettings
 from albert_tf.tasks.ner import data, features
+from albert_tf.tasks.ner.metrics import entity_metrics, get_entities
 from albert_tf.tokenization import FullTokenizer
 
 from helpers import TESTDATA, run_binary
@@ -51,13 +51,13 @@ def test_split_tag(tag, parts, expected):
 
 def test_split_tags_keep_each_entity_as_seqeval_reads_it():
   """The entities of the word-level tags, in characters, are those seqeval finds in the split
-  tags (IOB2 and IOBES sentences)."""
+  tags (IOB2 and IOBES sentences; get_entities is seqeval's reading, tests/test_ner_data.py)."""
   words = ["张伟", "在", "上海", "交通大学", "读书"]
   for tags in (["B-PER", "O", "B-ORG", "I-ORG", "O"], ["S-PER", "O", "B-ORG", "E-ORG", "O"]):
     sentence = data.Sentence(tuple(words), tuple(tags), 1)
     [split] = data.char_level([sentence], "x.txt")
     assert split.words == tuple("张伟在上海交通大学读书")
-    assert sorted(seqeval_metrics.sequence_labeling.get_entities(list(split.tags))) == [
+    assert sorted(get_entities(list(split.tags))) == [
         ("ORG", 3, 8), ("PER", 0, 1)]
 
 
@@ -138,10 +138,10 @@ def test_run_ner_at_char_level_scores_and_serves_characters(tmp_path):
                                                             for s in test]
   gold, tags = [[g for _, g, _ in s] for s in predicted], [[p for _, _, p in s] for s in predicted]
   assert float(_results(out / "test_results.txt")["f1"]) == pytest.approx(
-      seqeval_metrics.f1_score(gold, tags), abs=1e-12)
+      entity_metrics(gold, tags)["f1"], abs=1e-12)
   dev = _predictions(out / "dev_predictions.txt")
-  dev_f1 = seqeval_metrics.f1_score([[g for _, g, _ in s] for s in dev],
-                                    [[p for _, _, p in s] for s in dev])
+  dev_f1 = entity_metrics([[g for _, g, _ in s] for s in dev],
+                          [[p for _, _, p in s] for s in dev])["f1"]
   evaluation = _results(out / "eval_results.txt")
   assert float(evaluation["f1"]) == pytest.approx(dev_f1, abs=1e-12)
   # Measured: dev F1 0.0 untrained, 0.35 after 30 steps (CPU, 2 cores).

@@ -1,12 +1,11 @@
 """NER data and features: CoNLL reading (every split name, tag scheme and error), the label list,
-windows with one prediction per word, and the entity metric against seqeval's."""
+windows with one prediction per word, and the entity metric against seqeval's (its outputs stored
+by tests/seqeval_reference.py)."""
 
+import json
 import os
-import random
 
 import pytest
-from seqeval import metrics as seqeval_metrics
-from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
 
 from albert_tf.checkpoints.labels import write_label_file
 from albert_tf.tasks.ner import data, features, labels
@@ -128,51 +127,31 @@ def test_real_tokenizer_long_fixture_sentence(tmp_path):
 
 
 # ---- metrics ---------------------------------------------------------------------------------
-_TAGS = ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "I-LOC", "E-LOC", "S-LOC", "I-MISC"]
+def _seqeval_reference():
+  with open(os.path.join(NER, "seqeval_reference.json"), encoding="utf-8") as f:
+    return json.load(f)
 
 
-def _seqeval(gold, predicted):
-  report = seqeval_metrics.classification_report(gold, predicted, output_dict=True,
-                                                 zero_division=0)
-  out = {"precision": seqeval_metrics.precision_score(gold, predicted, zero_division=0),
-         "recall": seqeval_metrics.recall_score(gold, predicted, zero_division=0),
-         "f1": seqeval_metrics.f1_score(gold, predicted, zero_division=0),
-         "accuracy": seqeval_metrics.accuracy_score(gold, predicted)}
-  for type_, scores in report.items():
-    if not type_.endswith(" avg"):
-      out.update({f"{type_}_{k}": scores[k] for k in ("precision", "recall")})
-      out[f"{type_}_f1"] = scores["f1-score"]
-  return out
+def test_entities_equal_seqeval_on_adversarial_tags():
+  """seqeval 1.2.2's chunks of 2,000 random sequences mixing IOB1, IOB2 and IOBES."""
+  reference = _seqeval_reference()
+  assert reference["seqeval"] == "1.2.2" and len(reference["entities"]) == 2000
+  for case in reference["entities"]:
+    assert get_entities(case["tags"]) == [tuple(e) for e in case["entities"]], case["tags"]
 
 
-def _assert_same(ours, theirs):
-  assert set(ours) == set(theirs)
-  for key in ours:
-    assert ours[key] == pytest.approx(theirs[key], abs=1e-12), key
-
-
-@pytest.mark.filterwarnings("ignore::UserWarning")
-def test_entities_and_scores_equal_seqeval_on_adversarial_tags():
-  rng = random.Random(0)
-  for _ in range(2000):
-    tags = [rng.choice(_TAGS) for _ in range(rng.randint(0, 9))]
-    assert get_entities(tags) == seqeval_entities(tags), tags
-  # I- after O, I- of another type, IOB1, IOBES, E- alone, sentences with no entity.
-  gold = [["O", "I-PER", "I-PER", "O"], ["B-LOC", "I-PER"], ["S-PER", "B-LOC", "E-LOC"],
-          ["O", "O"], ["I-MISC", "B-MISC", "I-MISC"]]
-  predicted = [["O", "B-PER", "I-PER", "O"], ["B-LOC", "B-PER"], ["S-PER", "B-LOC", "I-LOC"],
-               ["E-PER", "O"], ["I-MISC", "I-MISC", "I-MISC"]]
-  _assert_same(entity_metrics(gold, predicted), _seqeval(gold, predicted))
-  for _ in range(50):
-    gold = [[rng.choice(_TAGS) for _ in range(rng.randint(1, 8))] for _ in range(6)]
-    predicted = [[rng.choice(_TAGS) for _ in s] for s in gold]
-    _assert_same(entity_metrics(gold, predicted), _seqeval(gold, predicted))
-
-
-def test_scores_equal_seqeval_on_the_fixture_tags_perturbed():
-  rng = random.Random(1)
-  gold = [list(s.tags) for s in data.read_split(NER, "dev")]
-  names = data.labels_of(data.read_split(NER, "dev"))
-  predicted = [[t if rng.random() < 0.9 else rng.choice(names) for t in s] for s in gold]
-  _assert_same(entity_metrics(gold, predicted), _seqeval(gold, predicted))
-  assert entity_metrics(gold, gold)["f1"] == 1.0
+def test_scores_equal_seqeval():
+  """Micro and per-type precision, recall, F1 and accuracy as seqeval's, exactly: hand-made
+  sentences (I- after O, I- of another type, IOB1, IOBES, E- alone, no entity), random sets and
+  the fixture's dev tags perturbed."""
+  reference = _seqeval_reference()["scores"]
+  assert len(reference) == 52
+  for case in reference:
+    ours = entity_metrics(case["gold"], case["predicted"])
+    assert set(ours) == set(case["scores"])
+    for key, value in case["scores"].items():
+      assert ours[key] == pytest.approx(value, abs=1e-12), key
+  # The last set is ner/dev.txt's tags as the fixture holds them now.
+  dev = data.read_split(NER, "dev")
+  assert reference[-1]["gold"] == [list(s.tags) for s in dev]
+  assert entity_metrics(reference[-1]["gold"], reference[-1]["gold"])["f1"] == 1.0

@@ -1,5 +1,6 @@
 """run_ner end to end: it learns on the fixture set from scratch (dev F1 well above the untrained
-model's), predicts every word of sentences longer than max_seq_length, scores as seqeval does,
+model's), predicts every word of sentences longer than max_seq_length, scores its predictions as
+seqeval does (albert_tf.tasks.ner.metrics, checked against seqeval's outputs in test_ner_data.py),
 loads and writes Hugging Face AlbertForTokenClassification, and stops on bad input with the file
 and line."""
 
@@ -9,10 +10,10 @@ import os
 import numpy as np
 import pytest
 import safetensors.numpy
-from seqeval import metrics as seqeval_metrics
 
 from albert_tf.checkpoints.hf_config import from_hf_config
 from albert_tf.tasks.ner import data
+from albert_tf.tasks.ner.metrics import entity_metrics
 
 from helpers import TESTDATA, run_binary
 
@@ -81,11 +82,12 @@ def test_learns_from_scratch_and_predicts_every_word(tmp_path):
   gold = [[g for _, g, _ in s] for s in predicted]
   tags = [[p for _, _, p in s] for s in predicted]
   results = _results(tmp_path / "test_results.txt")
-  assert results["f1"] == pytest.approx(seqeval_metrics.f1_score(gold, tags), abs=1e-12)
-  assert results["accuracy"] == pytest.approx(seqeval_metrics.accuracy_score(gold, tags))
+  scores = entity_metrics(gold, tags)
+  assert results["f1"] == pytest.approx(scores["f1"], abs=1e-12)
+  assert results["accuracy"] == pytest.approx(scores["accuracy"])
   dev = _predictions(tmp_path / "dev_predictions.txt")
-  assert best == pytest.approx(seqeval_metrics.f1_score(
-      [[g for _, g, _ in s] for s in dev], [[p for _, _, p in s] for s in dev]), abs=1e-12)
+  assert best == pytest.approx(entity_metrics(
+      [[g for _, g, _ in s] for s in dev], [[p for _, _, p in s] for s in dev])["f1"], abs=1e-12)
   assert open(tmp_path / "label_list.txt").read().splitlines()[0] == "O"
 
 
