@@ -32,6 +32,9 @@ def resolve_seed(seed):
   return random.SystemRandom().randrange(2**31) if seed is None else int(seed)
 
 
+# do_not_convert: tf.data traces map functions with autograph, which converts them (and what
+# they call) at every pipeline build; their control flow is Python's or tf.while_loop.
+@tf.autograph.experimental.do_not_convert
 def epoch_seed(seed, epoch):
   """The int64 shuffle seed of epoch `epoch` (a tensor) of a stream seeded with `seed`."""
   return tf.cast(seed, tf.int64) * _EPOCH_STRIDE + tf.cast(epoch, tf.int64)

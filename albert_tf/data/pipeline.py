@@ -39,6 +39,9 @@ def feature_spec(max_seq_length, max_predictions_per_seq, with_token_boundary=Fa
   return spec
 
 
+# do_not_convert: tf.data traces map functions with autograph, which converts them (and what
+# they call) at every pipeline build; their control flow is Python's or tf.while_loop.
+@tf.autograph.experimental.do_not_convert
 def decode_record(record, spec):
   """Parses one record; int64 -> int32 (as the original, for TPUs)."""
   example = tf.io.parse_single_example(record, spec)
@@ -118,6 +121,7 @@ def _training_records(input_files, seed, input_context, num_cpu_threads, records
       seed += input_context.input_pipeline_id
   cycle_length = min(num_cpu_threads, len(files))
 
+  @tf.autograph.experimental.do_not_convert
   def records_of_epoch(epoch):
     d = tf.data.Dataset.from_tensor_slices(epochs.shuffled_files(files, seed, epoch))
     # Deterministic when seeded, so that the same seed gives the same stream.
@@ -149,6 +153,7 @@ def check_record_lengths(input_file, max_seq_length, max_predictions_per_seq):
       "set the flag to the value create_pretraining_data was run with")
 
 
+@tf.autograph.experimental.do_not_convert
 def _apply_dynamic_mask(features, key, settings, max_predictions_per_seq):
   """features with a fresh mask drawn with the stateless seed `key` ([2] int64)."""
   ids = dynamic_masking.restore_original_ids(features)

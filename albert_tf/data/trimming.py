@@ -34,6 +34,9 @@ def trimmed_length(input_mask, max_seq_length, length_multiple=8):
   return tf.minimum(rounded, max_seq_length)
 
 
+# do_not_convert: tf.data traces map functions with autograph, which converts them (and what
+# they call) at every pipeline build; their control flow is Python's or tf.while_loop.
+@tf.autograph.experimental.do_not_convert
 def trim_batch(batch, max_seq_length, length_multiple=8, sequence_features=SEQUENCE_FEATURES):
   """Cuts the [..., T] sequence features of a batch to trimmed_length positions.
 

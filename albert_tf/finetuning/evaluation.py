@@ -19,8 +19,9 @@ class Predictor:
 
   def __init__(self, strategy, fn):
     self.strategy = strategy
+    # autograph=False: fn's control flow is Python's (no conversion cost at its first call).
     self._step = tf.function(lambda features: strategy.run(fn, args=(features,)),
-                             reduce_retracing=True)
+                             reduce_retracing=True, autograph=False)
 
   def run(self, dataset):
     options = tf.data.Options()

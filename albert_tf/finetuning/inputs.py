@@ -19,6 +19,9 @@ logger = logging.getLogger("albert_tf")
 
 
 def _decoder(name_to_features, shapes):
+  # do_not_convert: tf.data traces map functions with autograph, which converts them (and what
+  # they call) at every pipeline build; their control flow is Python's or tf.while_loop.
+  @tf.autograph.experimental.do_not_convert
   def decode(index, record):
     example = tf.io.parse_single_example(record, name_to_features)
     # int64 in tf.Example; int32 for the model (and TPUs).

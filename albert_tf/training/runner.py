@@ -110,12 +110,16 @@ class Runner:
     self.jit_compile = fast_path.jit_compile_for(model, strategy, settings.jit_compile,
                                                  settings.jit_compile_fast_path)
     # reduce_retracing: batches trimmed to their longest sequence come in several lengths.
+    # autograph=False: the step's control flow is Python's, fixed while tracing, and the loops'
+    # is written as tf.while_loop; autograph's conversion of the step, the objective and the
+    # optimizer took 4-7 s of CPU in every training process (docs/speed.md, Start-up).
     self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=self.jit_compile,
-                                    reduce_retracing=True)
+                                    reduce_retracing=True, autograph=False)
     self._fused_step = tf.function(lambda features: self._step_body(features, distributed=False),
-                                   jit_compile=self.jit_compile, reduce_retracing=True)
-    self._train_loop = tf.function(self._train_loop_impl)
-    self._eval_loop = tf.function(self._eval_loop_impl)
+                                   jit_compile=self.jit_compile, reduce_retracing=True,
+                                   autograph=False)
+    self._train_loop = tf.function(self._train_loop_impl, autograph=False)
+    self._eval_loop = tf.function(self._eval_loop_impl, autograph=False)
 
   # -- training ---------------------------------------------------------------------------------
   def _micro_grads_impl(self, features, totals):
@@ -194,13 +198,26 @@ class Runner:
     flags = self.strategy.run(lambda: tf.cast(self.stop_requested, tf.float32))
     return self.strategy.reduce(SUM, flags, axis=None) > 0
 
+  def _repeat(self, step, steps, combine):
+    """In a tf.function: values = step(), then while fewer than `steps` ran and no stop is
+    agreed, values = combine(values, step()). Returns (values, stop)."""
+    def more(done, stop, values):
+      del values
+      return tf.logical_and(done < steps, tf.logical_not(stop))
+
+    def once_more(done, stop, values):
+      del stop
+      values = combine(values, step())
+      return done + 1, self._stop_agreed(), values
+
+    first = step()  # before the first stop is read, as each later one is read after its step
+    _, stop, values = tf.while_loop(more, once_more, (tf.constant(1), self._stop_agreed(), first))
+    return values, stop
+
   def _train_loop_impl(self, iterator, steps):
-    sums = self.strategy.run(self._replica_step, args=(next(iterator),))
-    done, stop = tf.constant(1), self._stop_agreed()
-    while done < steps and not stop:
-      sums = self.strategy.run(self._replica_step, args=(next(iterator),))
-      done += 1
-      stop = self._stop_agreed()
+    sums, stop = self._repeat(
+        lambda: self.strategy.run(self._replica_step, args=(next(iterator),)), steps,
+        lambda _, new: new)
     return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}, stop
 
   def train_until_stopped(self, iterator, steps: int):
@@ -238,14 +255,7 @@ class Runner:
     def batch():
       sums = self.strategy.run(replica, args=(next(iterator),))
       return {k: self.strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
-    totals = batch()
-    done, stop = tf.constant(1), self._stop_agreed()
-    while done < steps and not stop:
-      sums = batch()
-      totals = {k: totals[k] + sums[k] for k in sums}
-      done += 1
-      stop = self._stop_agreed()
-    return totals, stop
+    return self._repeat(batch, steps, lambda totals, sums: {k: totals[k] + sums[k] for k in sums})
 
   def evaluate(self, iterator, steps: int) -> dict:
     """Evaluates `steps` batches of `iterator` (no update); stops at a batch boundary when
