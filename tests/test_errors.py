@@ -215,7 +215,7 @@ def test_hf_checkpoints_without_the_hf_extra(tmp_path):
 
 # Every optional dependency group's modules: what a plain `pip install .` lacks.
 _EXTRAS_MODULES = ["safetensors", "tf2onnx", "onnx", "onnxruntime", "ai_edge_litert", "sympy",
-                   "apache_beam", "mkdocs", "tensorflow_serving"]
+                   "apache_beam", "mkdocs", "tensorflow_serving", "jieba", "nltk"]
 
 
 @pytest.mark.slow  # trains a step, fine-tunes a step, exports
