@@ -22,7 +22,7 @@ from albert_tf.core import errors
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.export.hf import model_for_checkpoint
 from albert_tf.export.portable_heads import HEADS
-from albert_tf.export.saved_model import serving_function
+from albert_tf.export.saved_model import signature_function
 from albert_tf.models import AlbertPretrainer
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -103,7 +103,7 @@ def serving_function(model, max_seq_length):
   """tf.function(input_ids, input_mask, segment_ids) -> {name: output} of `model`."""
   check_max_seq_length(model.config, max_seq_length)
 
-  @serving_function(input_signature=input_signature())
+  @signature_function(input_signature=input_signature())
   def serve(input_ids, input_mask, segment_ids):
     return serving_outputs(model, {"input_ids": input_ids, "input_mask": input_mask,
                                    "segment_ids": segment_ids})
@@ -121,7 +121,7 @@ def frozen_serving_function(model, max_seq_length):
   names = sorted(concrete.structured_outputs)  # the order tf.nest flattens a dict in
   frozen = convert_variables_to_constants_v2(concrete)
 
-  @serving_function(input_signature=input_signature())
+  @signature_function(input_signature=input_signature())
   def named(input_ids, input_mask, segment_ids):
     return dict(zip(names, frozen(input_ids, input_mask, segment_ids)))
   return named.get_concrete_function()

@@ -46,7 +46,7 @@ from albert_tf.tokenization.vocab_check import check_vocab_fits
 # The signatures' tf.function: traced without autograph. Their control flow is Python's, fixed
 # while tracing (tf.cond where a tensor decides); autograph would convert the in-graph tokenizers
 # and input checks they call at every export, seconds of CPU (docs/speed.md, Start-up).
-serving_function = functools.partial(tf.function, autograph=False)
+signature_function = functools.partial(tf.function, autograph=False)
 
 
 def ids_spec(name):
@@ -127,7 +127,7 @@ class TextServingModule(tf.Module):
             "do_lower_case": tf.constant(self.do_lower_case),
             "max_seq_length": tf.constant(self.max_seq_length)}
 
-  @serving_function(input_signature=[])
+  @signature_function(input_signature=[])
   def tokenization_info(self):
     return self.info()
 
@@ -140,8 +140,8 @@ class TokensServingModule(TextServingModule):
     """The serving outputs of (packed or checked) features [B, T]; subclasses define it."""
     raise NotImplementedError
 
-  @serving_function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
-                                     ids_spec("segment_ids")])
+  @signature_function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
+                                       ids_spec("segment_ids")])
   def tokens(self, input_ids, input_mask, segment_ids):
     features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
                                        "segment_ids": segment_ids})
@@ -186,17 +186,17 @@ class ServingModule(TokensServingModule):
     out.update(input_ids=packed["input_ids"], input_mask=packed["input_mask"])
     return out
 
-  @serving_function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+  @signature_function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
   def serve_text(self, text):
     return self._encode_packed(self.pack_texts(text))
 
-  @serving_function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
-                                     tf.TensorSpec([None], tf.string, name="text_b")])
+  @signature_function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
+                                       tf.TensorSpec([None], tf.string, name="text_b")])
   def serve_text_pair(self, text, text_b):
     return self._encode_packed(self.pack_texts(text, text_b))
 
-  @serving_function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
-                                     ids_spec("segment_ids"), ids_spec("mlm_positions")])
+  @signature_function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
+                                       ids_spec("segment_ids"), ids_spec("mlm_positions")])
   def mlm(self, input_ids, input_mask, segment_ids, mlm_positions):
     features, positions = self.checked_tokens(
         {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
@@ -204,8 +204,8 @@ class ServingModule(TokensServingModule):
     out = self.pretrainer(dict(features, masked_lm_positions=positions), training=False)
     return as_float32({"mlm_logits": out["masked_lm_logits"]})
 
-  @serving_function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
-                                     ids_spec("segment_ids")])
+  @signature_function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
+                                       ids_spec("segment_ids")])
   def sop_log_probs(self, input_ids, input_mask, segment_ids):
     features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
                                        "segment_ids": segment_ids})

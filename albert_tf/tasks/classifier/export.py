@@ -15,7 +15,7 @@ import math
 
 import tensorflow as tf
 
-from albert_tf.export.saved_model import TokensServingModule, serving_function
+from albert_tf.export.saved_model import TokensServingModule, signature_function
 from albert_tf.models.losses import classification_losses
 from albert_tf.tasks.classifier.multilabel import multi_label_losses
 
@@ -39,11 +39,11 @@ class ClassifierServingModule(TokensServingModule):
     if multi_label and self.threshold is None:
       self.threshold = tf.constant(0.5, tf.float32)
     if pair:
-      self.serve_text = serving_function(
+      self.serve_text = signature_function(
           self._serve_pair, input_signature=[tf.TensorSpec([None], tf.string, name="text"),
                                              tf.TensorSpec([None], tf.string, name="text_b")])
     else:
-      self.serve_text = serving_function(
+      self.serve_text = signature_function(
           self._serve_single, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
   def outputs(self, features):

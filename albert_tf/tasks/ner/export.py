@@ -37,7 +37,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.core import errors
-from albert_tf.export.saved_model import TokensServingModule, export_saved_model, serving_function
+from albert_tf.export.saved_model import TokensServingModule, export_saved_model, signature_function
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.export.windows import max_context_window
 from albert_tf.checkpoints.labels import LABEL_FILE
@@ -222,7 +222,7 @@ class NerServingModule(TokensServingModule):
             "word_count": tf.cast(words.row_lengths(), tf.int32)}
 
   # -- signatures -------------------------------------------------------------------------------
-  @serving_function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+  @signature_function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
   def serve_text(self, text):
     text = check_texts(text=text)["text"]
     # An empty batch has no window, and the max-context choice reduces over windows.

@@ -36,7 +36,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.export.saved_model import (TextServingModule, as_float32, ids_spec, pad_positions,
-                                          serving_function)
+                                          signature_function)
 from albert_tf.tasks.squad.heads import P_MASK_ADDER
 from albert_tf.export.serving_inputs import check_texts
 from albert_tf.export.windows import max_context_window
@@ -287,14 +287,14 @@ class SquadServingModule(TextServingModule):
     return as_float32({"start_log_prob": out["start_logits"], "end_log_prob": out["end_logits"]})
 
   # -- signatures -------------------------------------------------------------------------------
-  @serving_function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
-                                     tf.TensorSpec([None], tf.string, name="context")])
+  @signature_function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
+                                       tf.TensorSpec([None], tf.string, name="context")])
   def serve(self, question, context):
     texts = check_texts(question=question, context=context)
     return self._answer(texts["question"], texts["context"])
 
-  @serving_function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
-                                     ids_spec("segment_ids"), ids_spec("p_mask")])
+  @signature_function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
+                                       ids_spec("segment_ids"), ids_spec("p_mask")])
   def features(self, input_ids, input_mask, segment_ids, p_mask):
     features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
                                        "segment_ids": segment_ids, "p_mask": p_mask})
