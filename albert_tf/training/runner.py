@@ -11,6 +11,7 @@ micro-batches.
 import dataclasses
 import logging
 import math
+import re
 import time
 from typing import Optional
 
@@ -68,7 +69,7 @@ def build_optimizer_for(model, optimizer):
 
 class NonFiniteLossError(errors.AlbertError, RuntimeError):
   """A loss that became NaN or inf: the run stops unsaved (the fix is a lower learning rate or
-  another precision, from the last good checkpoint), reported as one line."""
+  another precision, from a checkpoint saved before), reported as one line."""
 
 
 class Runner:
@@ -199,8 +200,16 @@ class Runner:
     return self.strategy.reduce(SUM, flags, axis=None) > 0
 
   def _repeat(self, step, steps, combine):
-    """In a tf.function: values = step(), then while fewer than `steps` ran and no stop is
-    agreed, values = combine(values, step()). Returns (values, stop)."""
+    """In a tf.function: values = combine(zeros, step()), then while fewer than `steps` ran
+    and no stop is agreed, values = combine(values, step()). combine(zeros, v) must be v (the
+    step's values, or their sum from zero). Returns (values, stop).
+
+    Every step runs in the loop's body, the first included: the graph holds one copy of the
+    step. Grappler rewrites each copy of a step on its own, and two copies (one before the loop,
+    one in it) could come out with float operations in different orders, e.g. GELU's
+    0.044715 * x**3 as (0.044715 * x) * x**2 in one and x * (0.044715 * x**2) in the other: the
+    first update of each call would then differ in the last bits from the others, and the
+    weights would depend on iterations_per_loop and on where a run was resumed."""
     def more(done, stop, values):
       del values
       return tf.logical_and(done < steps, tf.logical_not(stop))
@@ -210,9 +219,24 @@ class Runner:
       values = combine(values, step())
       return done + 1, self._stop_agreed(), values
 
-    first = step()  # before the first stop is read, as each later one is read after its step
-    _, stop, values = tf.while_loop(more, once_more, (tf.constant(1), self._stop_agreed(), first))
+    # The first stop is read after the first step, as each later one is read after its step.
+    _, stop, values = tf.while_loop(more, once_more, (tf.constant(0), tf.constant(False),
+                                                      self._zeros_of(step)))
     return values, stop
+
+  def _zeros_of(self, step):
+    """Zeros of the structure, dtypes and shapes of step()'s values (per replica where they are
+    per replica), from a trace of `step` that is never run nor added to the graph. The trace of
+    a tf.function the step calls is kept and reused by the loop's body."""
+    values = tf.function(step, autograph=False).get_concrete_function().structured_outputs
+
+    def zeros(value):
+      if isinstance(value, tf.distribute.DistributedValues):
+        local = self.strategy.experimental_local_results(value)[0]
+        return self.strategy.experimental_distribute_values_from_function(
+            lambda _: tf.zeros(local.shape, local.dtype))
+      return tf.zeros(value.shape, value.dtype)
+    return tf.nest.map_structure(zeros, values)
 
   def _train_loop_impl(self, iterator, steps):
     sums, stop = self._repeat(
@@ -297,6 +321,20 @@ def dropout_seed_states(model):
           for generator in getattr(layer, "_seed_generators", [])]
 
 
+def _non_finite_message(loss, step, latest):
+  """The one line of a NonFiniteLossError. The newest checkpoint is named by the facts (the last
+  one saved before the loss stopped being finite, and its step), not as a good one: its model
+  may evaluate to NaN all the same."""
+  if latest:
+    found = re.search(r"-(\d+)$", latest)
+    at = f", at step {found.group(1)}" if found else ""
+    saved = f"The last checkpoint saved before the loss stopped being finite is {latest}{at}"
+  else:
+    saved = "No checkpoint was saved before the loss stopped being finite"
+  return (f"loss is {loss} at step {step}; stopping without saving. {saved} (try a lower "
+          "--learning_rate, or --mixed_precision=float32)")
+
+
 def _progress_line(runner, values, step, total, steps_per_sec, eta):
   metrics = runner.objective.metrics(values)
   shown = " ".join(f"{k} {v:.4f}" for k, v in metrics.items())
@@ -354,10 +392,12 @@ def run_training(runner, make_iterator, manager, settings, actions=()):
   `make_iterator(step)` gives the training input from `step` on (the step the run starts or
   resumes at); it is built once, so every record is read once per epoch however often the run
   checkpoints (a seeded input resumes where an interrupted run stopped: see
-  albert_tf.data.epochs). Calls are cut so that checkpoints fall on call boundaries. A NaN/Inf
-  loss stops the run with a NonFiniteLossError before anything is saved, so the last checkpoint
-  stays the last good one. Each action (a function of a TrainEvent: summary_action,
-  after_save_action...) runs after each call, in order, once its checkpoint is saved.
+  albert_tf.data.epochs). Calls are cut so that checkpoints fall on call boundaries; how they are
+  cut (iterations_per_loop, a resume) leaves the updates bit for bit alone (see Runner._repeat).
+  A NaN/Inf loss stops the run with a NonFiniteLossError before anything is saved: every
+  checkpoint is of a step whose loss was finite (which does not make its model sound). Each
+  action (a function of a TrainEvent: summary_action, after_save_action...) runs after each
+  call, in order, once its checkpoint is saved.
 
   Raises:
     Preempted: after the save and the actions, when a signal stopped the run.
@@ -375,10 +415,8 @@ def run_training(runner, make_iterator, manager, settings, actions=()):
     done = int(runner.global_step.numpy()) - step
     step += done
     if not math.isfinite(values["loss"]):
-      raise NonFiniteLossError(
-          f"loss is {values['loss']} at step {step}; stopping without saving. The last good "
-          f"checkpoint is {manager.latest_checkpoint} (try a lower --learning_rate, or "
-          "--mixed_precision=float32)")
+      raise NonFiniteLossError(_non_finite_message(values["loss"], step,
+                                                   manager.latest_checkpoint))
     steps_per_sec = done / max(time.time() - loop_start, 1e-9)
     overall = (step - start_step) / max(time.time() - start_time, 1e-9)
     eta = (total - step) / max(overall, 1e-9)
