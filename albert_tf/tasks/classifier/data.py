@@ -8,7 +8,9 @@ get_labels).
 
 import csv
 import dataclasses
+import math
 import os
+import re
 from typing import Optional
 
 from albert_tf.core import errors
@@ -104,6 +106,87 @@ def read_tsv(path):
     return list(csv.reader(f, delimiter="\t", quotechar=None))
 
 
+# A score as a data file may write it: digits with an optional sign, point and exponent. float()
+# reads more: '1_000' (a Python literal's digit grouping), non-ASCII digits, 'nan', 'inf'.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+SCORE_FIX = ("write each score as a plain decimal number (digits with an optional sign, point "
+             "and exponent, as 1000, -2.5 or 1e-3)")
+
+
+def read_score(value):
+  """(the score as a float, None), or (None, why `value` is no score: "not a number", "not a
+  finite number" or "not a plain decimal number"); SCORE_FIX says how to write one.
+
+  float() alone reads '1_000' as 1000, 'nan' and 'inf' as themselves and '1e500' as inf, and a
+  JSON integer too large for a float raises OverflowError: each would train on a score that is
+  not the one written, or fail with a traceback.
+
+  Args:
+    value: a text (a CSV/TSV field or a JSON string; whitespace around it is allowed) or a JSON
+      number (a JSON true is no number, though bool is an int).
+  """
+  if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+    return None, "not a number"
+  try:
+    number = float(value)
+  except ValueError:
+    return None, "not a number"
+  except OverflowError:  # an integer past float's range
+    return None, "not a finite number"
+  if not math.isfinite(number):
+    return None, "not a finite number"
+  if isinstance(value, str) and not _DECIMAL.fullmatch(value.strip()):
+    return None, "not a plain decimal number"
+  return number, None
+
+
+def one_class(examples):
+  """The one label that every one of `examples` has (a name, a score, or a multi-label
+  example's sorted names), or None when they have two or more.
+
+  Trained on one class, a model learns nothing: a classifier whose only label name is that one
+  has one softmax output, so its loss is 0 and its accuracy 1 from the first step; with more
+  names, a regression on one score, or multi-label rows that all have the same labels (every
+  sigmoid's target constant), it learns to answer that one label and looks perfect on data
+  alike. A multi-label set of one label name is a yes/no classifier, one class only when every
+  row has it (or none does); a label that is on (or off) in every row beside others that vary
+  is not refused.
+
+  Args:
+    examples: the training set's InputExamples.
+  """
+  seen = {tuple(sorted(set(e.label))) if isinstance(e.label, list) else e.label
+          for e in examples}
+  if len(seen) != 1:
+    return None
+  [label] = seen
+  return list(label) if isinstance(label, tuple) else label
+
+
+def one_class_error(path, label, regression=False, multi_label=False):
+  """The DataFormatError refusing a training file whose examples all have `label` (one_class).
+
+  Args:
+    path: the training file.
+    label: the one label (name, score, or list of names).
+    regression, multi_label: the kind of labels.
+  """
+  if regression:
+    return errors.DataFormatError(
+        f"{path}: every training example has the score {label!r}: a regression trained on one "
+        "value only learns to answer it; give training data whose scores vary")
+  if multi_label:
+    labels = ", ".join(repr(name) for name in label) if label else "none"
+    return errors.DataFormatError(
+        f"{path}: every training example has the same labels ({labels}): a multi-label "
+        "classifier trained on one set of labels only learns to answer it; give training data "
+        "with at least two different sets of labels")
+  return errors.DataFormatError(
+      f"{path}: every training example has the label {label!r}: a classifier trained on one "
+      "class only learns to answer it (loss 0, accuracy 1); give training data with at least "
+      "two classes")
+
+
 class TextProcessor:
   """What every processor of the original shares: its text normalisation and the
   get_{train,dev,test}_examples methods (subclasses define get_examples(data_dir, split))."""
@@ -152,6 +235,18 @@ class GlueProcessor(TextProcessor):
     return list(self.spec.labels)
 
   def get_examples(self, data_dir, split):
+    """The split's InputExamples, read from its TSV under data_dir (or data_dir itself being the
+    task's folder).
+
+    Args:
+      data_dir: glue_data, or the task's folder in it.
+      split: train, dev or test.
+
+    Raises:
+      errors.UsageError: a split the task does not have.
+      errors.DataFormatError: a malformed row (create_examples), no rows, or a training set
+        whose examples all have one label (or, STS-B, one score): see one_class.
+    """
     spec = self.spec
     if split not in spec.files:
       raise errors.UsageError(f"task {self.task_name} has no {split} set")
@@ -165,11 +260,16 @@ class GlueProcessor(TextProcessor):
       raise errors.DataFormatError(
           f"{path} has no examples: give the {split} set's rows (tab-separated, "
           f"as GLUE's {spec.directory} files)")
+    if split == "train":  # the task's 2 or 3 outputs, trained on one, learn to answer it
+      label = one_class(examples)
+      if label is not None:
+        raise one_class_error(path, label, spec.regression)
     return examples
 
   def create_examples(self, rows, split, path=None):
-    """InputExamples of a split's TSV rows; a malformed row is an error naming the file (path)
-    and its line."""
+    """InputExamples of a split's TSV rows; a malformed row (too few columns, an STS-B score
+    that is not a plain decimal number: read_score) is an error naming the file (path) and its
+    line."""
     spec = self.spec
     cols = spec.columns_for(split)
     skip_header = split in spec.header_splits
@@ -207,7 +307,12 @@ class GlueProcessor(TextProcessor):
     if cols.label is None:  # unlabelled test rows get the first label (0 for regression)
       label = 0 if self.spec.regression else self.spec.labels[0]
     elif self.spec.regression:
-      label = float(row[cols.label])
+      text = row[cols.label]
+      label, problem = read_score(text)
+      if problem == "not a number":  # float()'s own message, as before
+        raise ValueError(f"could not convert string to float: {text!r}")
+      if problem:
+        raise ValueError(f"score {text!r} is {problem}: {SCORE_FIX}")
     else:
       label = self.process_text(row[cols.label])
     return InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label)

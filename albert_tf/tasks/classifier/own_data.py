@@ -13,8 +13,10 @@ may have no label column. A bad row is a DataFormatError naming the file and its
 or null column, an empty text, more fields than the header (an unquoted comma, a tab inside a
 TSV field), a header or JSON object naming a field twice, an unknown label, an empty label name
 or one holding a comma, tab, line break or the label separator (the outputs join names with
-them), one number written two ways (JSON 1 and 1.0: two classes), a score that is not a finite
-number.
+them), one number written two ways (JSON 1 and 1.0: two classes), a JSON number label past a
+float's range, a score that is not a finite plain decimal number ('1_000', 'nan', '1e500').
+Labels that leave one class to learn (a single-label --label_list of one name, a training set
+whose rows all have one label or one score) are refused by check_classes.
 """
 
 import dataclasses
@@ -24,8 +26,10 @@ from typing import Optional
 
 from albert_tf.core import errors
 from albert_tf.checkpoints import labels
-from albert_tf.tasks.classifier.data import InputExample, TextProcessor
+from albert_tf.tasks.classifier.data import (SCORE_FIX, InputExample, TextProcessor, one_class,
+                                             one_class_error, read_score)
 from albert_tf.tasks.classifier.own_files import file_format, read_rows
+from albert_tf.tasks.classifier.settings import regression_label_list_error
 
 SPLITS = ("train", "dev", "test")
 
@@ -168,6 +172,11 @@ class OwnDataProcessor(TextProcessor):
       raise errors.DataFormatError(
           f"{where}: label {value!r} in column {column!r}: give a label name"
           + ("" if self.spec.label_separator else ", a list of names"))
+    if isinstance(value, float) and not math.isfinite(value):
+      # JSON has no inf: a number past a float's range (1e500) reads as one, the class 'inf'.
+      raise errors.DataFormatError(
+          f"{where}: label {value!r} in column {column!r} is a JSON number past a float's range: "
+          "write the label as a JSON string")
     problem = label_name_problem(name, self.spec.label_separator)
     if problem:
       raise errors.DataFormatError(f"{where}: label {name!r} in column {column!r} {problem}")
@@ -254,16 +263,13 @@ def _text(row, column, where):
 
 
 def _score(value, where, column):
-  """A regression label as a float; refuses what is not a finite number (a JSON true would be
-  1.0: bool is an int)."""
-  try:
-    number = None if isinstance(value, (bool, list, dict)) else float(value)
-  except (TypeError, ValueError):
-    number = None
-  if number is None or not math.isfinite(number):
-    raise errors.DataFormatError(
-        f"{where}: label {value!r} in column {column!r} is not a "
-        f"{'finite ' if number is not None else ''}number (--label_type=float): give a score")
+  """A regression label as a float: a JSON number or a text written as a plain decimal number
+  (data.read_score: not '1_000', 'nan', 'inf', '1e500', nor a JSON true, though bool is an int).
+  """
+  number, problem = read_score(value)
+  if problem:
+    raise errors.DataFormatError(f"{where}: label {value!r} in column {column!r} is {problem} "
+                                 f"(--label_type=float): {SCORE_FIX}")
   return number
 
 
@@ -311,9 +317,14 @@ def resolve_labels(processor, label_list, output_dir, init_checkpoint, training)
     errors.DataFormatError: a row with a label not among them.
     errors.CheckpointError: --label_list against the checkpoint's names.
     errors.ResumeMismatchError: output_dir trained with other labels or another problem type.
-    errors.UsageError: no source at all (no --do_train, --label_list or labelled checkpoint), or
-      a --label_list name holding the separator, a tab or a line break.
+    errors.UsageError: no source at all (no --do_train, --label_list or labelled checkpoint), a
+      --label_list name holding the separator, a tab or a line break, or a --label_list for
+      regression data (label_type float).
+
+  A run also calls check_classes with what this returns.
   """
+  if processor.regression and label_list is not None:
+    raise regression_label_list_error(label_list)
   saved = labels.read_classifier_labels(output_dir)
   from_checkpoint = labels.checkpoint_classifier_labels(init_checkpoint)
   for split in processor.spec.files:
@@ -356,3 +367,38 @@ def resolve_labels(processor, label_list, output_dir, init_checkpoint, training)
   for split in processor.spec.files:
     processor.check_labels(split, names)
   return names, problem_type, source
+
+
+def check_classes(processor, names, source, training):
+  """Refuses labels that leave the model one class to learn (data.one_class): a single-label run
+  with one label name (its one softmax output makes the loss 0 and the accuracy 1 whatever the
+  text), and, training, a training set whose examples all have one label. For regression one
+  class is one score: every row's the same. Multi-label data of one label name is a yes/no
+  classifier and fine; it is one class when every row has the same labels (or none).
+
+  Args:
+    processor: the OwnDataProcessor that resolve_labels resolved.
+    names: the label names resolve_labels returned.
+    source: where they came from (resolve_labels' third value).
+    training: whether the run trains (on processor's train split).
+
+  Raises:
+    errors.UsageError: a --label_list of one name for single-label data.
+    errors.CheckpointError: an output_dir or checkpoint whose model has one label name.
+    errors.DataFormatError: a training set of one class, naming the file and its label.
+  """
+  single_label = not (processor.regression or processor.multi_label)
+  if single_label and len(names) == 1 and source != "the training set":
+    if source == "--label_list":
+      raise errors.UsageError(
+          f"--label_list={names[0]} names one label: a classifier of one class answers it for "
+          "every example (loss 0, accuracy 1); give at least two classes, or --label_separator "
+          "for a yes/no label (multi-label)")
+    raise errors.CheckpointError(
+        f"{source} gives one label, {names[0]!r}: a classifier of one class answers it for "
+        "every example; use a model trained on at least two classes")
+  if training:
+    label = one_class(processor.get_examples(None, "train"))
+    if label is not None:
+      raise one_class_error(processor.spec.files["train"], label, processor.regression,
+                            processor.multi_label)

@@ -5,8 +5,8 @@ and line. No TensorFlow.
 TSV is read as GLUE's files are (tab-separated, no quoting), CSV with the csv module's quoting
 (strict: a stray quote is an error; fields of any size), JSONL one JSON object a line (blank
 lines skipped). A byte-order mark and CRLF line ends read as none and LF. A row with more fields
-than the header, a header or JSON object naming a field twice, and NaN or Infinity in JSON are
-errors.
+than the header, a header or JSON object naming a field twice, NaN or Infinity in JSON, and a
+JSON integer too long for Python to read are errors.
 """
 
 import csv
@@ -107,6 +107,9 @@ def _jsonl_rows(path):
       raise errors.DataFormatError(f"{path}:{number}: {e}") from None
     except json.JSONDecodeError as e:
       raise errors.DataFormatError(f"{path}:{number}: not a JSON object: {e}") from None
+    except ValueError:  # json's int() of more digits than Python converts (sys.int_info)
+      raise errors.DataFormatError(f"{path}:{number}: a JSON number too long to read: write it "
+                                   "shorter, or as a string") from None
     if not isinstance(row, dict):
       raise errors.DataFormatError(
           f"{path}:{number}: a JSON line must be an object with named fields, got "

@@ -29,8 +29,9 @@ class OwnDataJob(ClassifierJob):
   """A classifier on an OwnDataSettings' files.
 
   Raises:
-    errors.DataFormatError: a bad row (file and line named).
-    errors.UsageError / CheckpointError / ResumeMismatchError: as own_data.resolve_labels.
+    errors.DataFormatError: a bad row (file and line named), or a training set of one class.
+    errors.UsageError / CheckpointError / ResumeMismatchError: as own_data.resolve_labels and
+      own_data.check_classes.
   """
 
   def setup_task(self):
@@ -44,6 +45,8 @@ class OwnDataJob(ClassifierJob):
         spec, use_spm=bool(s.tokenizer.spm_model_file), do_lower_case=s.tokenizer.do_lower_case)
     names, self.problem_type, source = own_data.resolve_labels(
         self.processor, spec.label_list, s.output_dir, s.model.init_checkpoint, s.do_train)
+    # Before any output: one class would train to loss 0 and accuracy 1 and predict only it.
+    own_data.check_classes(self.processor, names, source, s.do_train)
     self.regression = spec.regression
     self.multi_label = self.processor.multi_label
     # GLUE's regression label list: one output without a name.

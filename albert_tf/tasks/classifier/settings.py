@@ -22,6 +22,19 @@ def threshold_in_range(value):
   return 0.0 < value < 1.0
 
 
+def regression_label_list_error(label_list):
+  """The UsageError refusing --label_list with --label_type=float: a regression has one output,
+  a score, and no label names, so the list would be ignored.
+
+  Args:
+    label_list: --label_list's value (a string, or the names).
+  """
+  given = label_list if isinstance(label_list, str) else ",".join(label_list)
+  return errors.UsageError(
+      f"--label_list={given} with --label_type=float: a regression has no label names (its one "
+      "output is a score); drop --label_list (regression) or --label_type=float (classes)")
+
+
 @dataclasses.dataclass(kw_only=True)
 class ClassifierSettings(FineTuningSettings):
   """run_classifier: a GLUE task (task_name) read from data_dir; features cached in cached_dir
@@ -51,7 +64,8 @@ class OwnDataSettings(ClassifierSettings):
 
   Raises:
     UsageError: a split wanted without its file, an unknown label_type, a threshold outside
-      (0, 1), a label_separator with label_type float, or one column given for two roles.
+      (0, 1), a label_separator or a label_list with label_type float, or one column given for
+      two roles.
   """
   task_name: str = "own"
   data_dir: Optional[str] = None
@@ -77,6 +91,8 @@ class OwnDataSettings(ClassifierSettings):
       raise errors.UsageError(
           f"--label_separator={self.label_separator} with --label_type=float: a score is one "
           "number; drop --label_separator (multi-label) or --label_type=float (regression)")
+    if self.label_list is not None and self.label_type == "float":
+      raise regression_label_list_error(self.label_list)
     self._check_columns()
     for wanted, flag, path in ((self.do_train, "train_file", self.train_file),
                                (self.do_eval, "dev_file", self.dev_file),
