@@ -8,7 +8,8 @@ Every binary ends with `def run(): cli.run(main, required_flags=(...))`, the ent
 A usage error (a bad flag value, a missing required flag, settings that cannot work together:
 errors.UsageError) exits with status 2; a run that failed on something outside the flags (any
 other albert_tf.core.errors.AlbertError: a config or checkpoint that does not match, a malformed data
-file, another run holding --output_dir; a missing file, or an output that exists) with 1.
+file, another run holding --output_dir; a missing file, an output that exists, a file given
+as a directory, a full or read-only disk) with 1.
 Neither prints absl's flag help or a traceback: --verbose or ALBERT_TF_TRACEBACK=1 shows the
 traceback. Any other exception is a bug and keeps its traceback.
 
@@ -19,14 +20,14 @@ help, and exits 0; --helpfull adds absl's own flags, as absl has it.
 Imports no TensorFlow: --help answers at once.
 """
 
-import math
+import errno
 import os
 import re
 import sys
 
 from absl import app, flags
 
-from albert_tf.core import errors, startup
+from albert_tf.core import bounds, errors, startup
 
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
 USAGE_EXIT_CODE = errors.USAGE_EXIT_CODE
@@ -47,7 +48,7 @@ def exit_code(error):
     return USAGE_EXIT_CODE
   if errors.is_user_error(error):
     return errors.exit_code(error)
-  if remote_storage_error(error) is not None:
+  if remote_storage_error(error) is not None or write_error(error) is not None:
     return FAILED_RUN_EXIT_CODE
   if isinstance(error, _PATH_ERRORS) and (
       error.filename is not None or isinstance(error, (FileNotFoundError, FileExistsError))):
@@ -65,6 +66,63 @@ _PATH_MESSAGES = {
     PermissionError: "permission denied: {path}: give a path this user can read or write",
 }
 _PATH_ERRORS = tuple(_PATH_MESSAGES)
+
+
+# A write the file system refused, whichever file it was: the fix. A file object's write() or
+# close() raises it without the path; the message then names the outputs the flags give.
+_WRITE_FIXES = {
+    errno.ENOSPC: "free space on that disk, or give a path on another one",
+    errno.EDQUOT: "free space within this user's disk quota, or give a path on another disk",
+    errno.EROFS: "give a path on a file system this machine can write",
+}
+
+
+def write_error(error):
+  """The one line for a write refused by a full disk, an exhausted disk quota or a read-only
+  file system (ENOSPC, EDQUOT, EROFS: an OSError, or TensorFlow's error of the same, as a
+  checkpoint's save raises), naming the path and the fix; None for any other error.
+
+  Args:
+    error: the exception a binary's main() raised.
+  """
+  code, path = _refused_write(error)
+  if code is None:
+    return None
+  reason = os.strerror(code)
+  if isinstance(error, OSError) and error.strerror:
+    reason = error.strerror
+  if path is None:
+    outputs = _given_outputs()
+    path = f"the outputs ({outputs})" if outputs else "an output"
+  return f"cannot write {path}: {reason}: {_WRITE_FIXES[code]}"
+
+
+def _refused_write(error):
+  """(errno, path or None) of a write_error, else (None, None)."""
+  if errors.is_user_error(error):  # its own message says it
+    return None, None
+  if isinstance(error, OSError):
+    return (error.errno, error.filename) if error.errno in _WRITE_FIXES else (None, None)
+  # TensorFlow's file system writes "<path>; <strerror>". Looked up, not imported, as in
+  # remote_storage_error.
+  errors_module = getattr(sys.modules.get("tensorflow"), "errors", None)
+  if errors_module is None or not isinstance(error, errors_module.OpError):
+    return None, None
+  for code in _WRITE_FIXES:
+    reason = os.strerror(code)
+    if reason in (error.message or ""):
+      found = re.search(rf"(\S+); {re.escape(reason)}", error.message)
+      return code, found.group(1) if found else None
+  return None, None
+
+
+def _given_outputs():
+  """`--output_dir=out, --export_dir=serving` for the OUTPUT_FLAGS the parsed flags give."""
+  values = flags.FLAGS
+  if not values.is_parsed():
+    return ""
+  return ", ".join(f"--{name}={values[name].value}" for name in OUTPUT_FLAGS
+                   if name in values and values[name].value)
 
 
 _REMOTE_PATH = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
@@ -88,9 +146,9 @@ def remote_storage_error(error):
 
 def message(error):
   """The error as one line: a file system error named with its path."""
-  remote = remote_storage_error(error)
-  if remote is not None:
-    return " ".join(remote.split())
+  whole = remote_storage_error(error) or write_error(error)
+  if whole is not None:
+    return " ".join(whole.split())
   kind = next((k for k in _PATH_MESSAGES if type(error) is k), None)  # pylint: disable=unidiomatic-typecheck
   if kind is not None and error.filename is not None:
     text = _PATH_MESSAGES[kind].format(path=error.filename)
@@ -165,60 +223,27 @@ def help_text(main):
 
 
 # The values every binary's flag of that name must keep, checked once the flags parse, before any
-# work: (lowest, highest, why). The binaries share the original's flag names, so one table holds
-# them all; a binary without the flag skips its row. 0 is allowed only where it means "none".
-# create_pretraining_data checks its own (data.pretraining_data.check_settings: it runs without
-# this module's binaries' flags, from Beam workers too).
-_AT_LEAST_ONE = (1, None, "")
-FLAG_BOUNDS = {
-    **{name: _AT_LEAST_ONE for name in (
-        "train_batch_size", "eval_batch_size", "predict_batch_size", "max_seq_length",
-        "save_checkpoints_steps", "iterations_per_loop", "gradient_accumulation_steps",
-        "num_tpu_cores", "max_eval_steps", "doc_stride", "max_query_length", "max_qa_length",
-        "n_best_size", "max_answer_length", "start_n_top", "end_n_top", "default_seq_length",
-        "calibration_examples", "version")},
-    "train_step": (1, None, " (the number of updates --do_train makes)"),
-    "num_train_steps": (1, None, " (the number of updates training makes)"),
-    "warmup_step": (0, None, " (0: no warmup)"),
-    "num_warmup_steps": (0, None, " (0: no warmup)"),
-    "start_warmup_step": (0, None, ""),
-    "keep_checkpoint_max": (0, None, " (0: keep every checkpoint)"),
-    "cpu_devices": (0, None, " (0 or 1: the CPU as one device)"),
-    "num_workers": (0, None, " (0: one process)"),
-    "learning_rate": (0.0, None, ""),
-    "num_train_epochs": (0.0, None, ""),
-    "warmup_proportion": (0.0, 1.0, ""),
-    "masked_lm_budget": (0.0, 1.0, " (0: the records' own masks)"),
-    "sentence_order_loss_weight": (0.0, None, " (0: the masked LM alone)"),
-    "dropout_prob": (0.0, 0.999, ""),
-    "classifier_dropout": (0.0, 0.999, ""),
-}
+# work (core.bounds: the typed settings check the same table as they are made).
+FLAG_BOUNDS = bounds.FLAG_BOUNDS
 # Where a binary writes: given empty, they would write into the working directory.
 OUTPUT_FLAGS = ("output_dir", "cached_dir", "export_dir", "export_path", "output_file")
 
 
-def _bound_error(name, value, low, high, why):
-  if high is None:
-    rule = f"at least {low}"
-  else:
-    rule = f"between {low} and {high}"
-  return flags.IllegalFlagValueError(f"--{name}={value}: must be {rule}{why}")
-
-
 def check_flag_values(values):
   """Raises flags.IllegalFlagValueError (a usage error: exit 2) for a flag of FLAG_BOUNDS out of
-  its bounds or not finite, or an OUTPUT_FLAGS flag given as an empty string.
+  its bounds or not finite (`--train_batch_size=0: must be at least 1`), or an OUTPUT_FLAGS flag
+  given as an empty string.
 
   Args:
     values: the parsed absl FlagValues.
   """
-  for name, (low, high, why) in FLAG_BOUNDS.items():
-    value = values[name].value if name in values else None
-    if value is None or isinstance(value, bool):
+  for name in FLAG_BOUNDS:
+    if name not in values:
       continue
-    if (isinstance(value, float) and not math.isfinite(value)) or value < low or (
-        high is not None and value > high):
-      raise _bound_error(name, value, low, high, why)
+    value = values[name].value
+    rule = bounds.violation(name, value)
+    if rule is not None:
+      raise flags.IllegalFlagValueError(f"--{name}={value}: {rule}")
   for name in OUTPUT_FLAGS:
     if name in values and values[name].present and not str(values[name].value or "").strip():
       raise flags.IllegalFlagValueError(

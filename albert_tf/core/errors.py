@@ -79,6 +79,11 @@ class MissingExtraError(AlbertError, ImportError):
     self.command, self.extra, self.module = command, extra, module
 
 
+class NotADirectoryPathError(AlbertError, NotADirectoryError):
+  """A path given for a directory to write into (an --output_dir) that is a file. Unlike
+  NotADirectoryError's, its str() is the message itself."""
+
+
 class MemoryCheckError(AlbertError, RuntimeError):
   """A run (training, evaluation, prediction or export) estimated to need more memory than the
   process has."""

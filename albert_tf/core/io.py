@@ -253,13 +253,25 @@ def sha256(path):
 
 
 def makedirs(path):
-  """Creates directory `path` and its parents where missing ('' is the current directory)."""
+  """Creates directory `path` and its parents where missing ('' is the current directory).
+
+  Raises:
+    errors.NotADirectoryPathError: `path` is a file (a data file given as --output_dir).
+  """
   if not path:
     return
   if is_remote(path):
     _gfile().makedirs(path)
-  else:
+    return
+  try:
     os.makedirs(path, exist_ok=True)
+  except FileExistsError:
+    # exist_ok spares a directory only. os's "File exists" would read as an output to remove:
+    # here it is likely the user's data, to keep.
+    what = "a file" if os.path.isfile(path) else "something other than a directory"
+    raise errors.NotADirectoryPathError(
+        f"{path} is {what}, not a directory: give the path of a directory (a new one, or one "
+        "to write into)") from None
 
 
 def open_binary(path, mode="rb"):

@@ -7,14 +7,26 @@ so a job is built in a test, or from Python, from settings alone:
   >>> train.num_train_steps, train.save_checkpoints_steps
   (10, 5000)
 
+Each settings dataclass checks its fields as it is made, against the table the binaries check
+their flags against (albert_tf.core.bounds), so that a job refuses from Python what its binary
+refuses:
+
+  >>> settings.TrainSettings(train_batch_size=0)
+  Traceback (most recent call last):
+  ...
+  albert_tf.core.errors.UsageError: train_batch_size=0: must be at least 1
+
 This module imports no TensorFlow: the binaries define their flags from it and answer --help
 without loading TensorFlow.
 """
 
 import dataclasses
+import functools
 from typing import Optional
 
 from absl import flags
+
+from albert_tf.core import bounds, errors
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -27,8 +39,47 @@ PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 SERVING_POLICIES = {"float32": "float32", "bfloat16": "bfloat16"}
 
 
+class CheckedSettings:
+  """Base of the settings dataclasses: each checks its fields against bounds.FLAG_BOUNDS when
+  made (dataclasses.replace included), then its own rules (check()).
+
+  A subclass that defines its own __post_init__ has the check run before it (__init_subclass__
+  wraps it), whether or not it calls super().__post_init__(): a settings class added later
+  cannot skip the bounds.
+
+  Raises:
+    errors.UsageError: a field out of its bounds (`train_batch_size=0: must be at least 1`), or
+      check()'s refusal.
+  """
+
+  def __post_init__(self):
+    # A class with its own __post_init__ checks in the wrapper __init_subclass__ gave it.
+    if type(self).__post_init__ is CheckedSettings.__post_init__:
+      self.check()
+
+  def check(self):
+    """Raises errors.UsageError for a field out of its FLAG_BOUNDS row; a subclass adds its own
+    rules (calling super().check())."""
+    bounds.check_fields(self)
+
+  def __init_subclass__(cls, **kwargs):
+    super().__init_subclass__(**kwargs)
+    own = cls.__dict__.get("__post_init__")
+    if own is None or getattr(own, "_checks_first", False):
+      return
+
+    @functools.wraps(own)
+    def post_init(self, *init_vars):
+      # Only the made class's own runs the check, not a base's it calls through super().
+      if type(self).__post_init__ is post_init:
+        self.check()
+      own(self, *init_vars)
+    post_init._checks_first = True  # pylint: disable=protected-access
+    cls.__post_init__ = post_init
+
+
 @dataclasses.dataclass(kw_only=True)
-class RunSettings:
+class RunSettings(CheckedSettings):
   """Where and how a job runs.
 
   Args:
@@ -57,7 +108,7 @@ class RunSettings:
 
 
 @dataclasses.dataclass(kw_only=True)
-class TrainSettings:
+class TrainSettings(CheckedSettings):
   """The optimisation and the training loop.
 
   Args:
@@ -88,9 +139,18 @@ class TrainSettings:
   jit_compile_fast_path: bool = True
   clip_norm: float = 1.0
 
+  def check(self):
+    """The bounds, but num_train_steps may be 0: the model of a job that does not train (SQuAD's
+    prediction builds with 0 steps). A job that trains refuses 0 (JobSettings.check)."""
+    bounds.check_fields(self, skip=("num_train_steps",))
+    rule = bounds.violation("num_train_steps", self.num_train_steps,
+                            bounds.FLAG_BOUNDS["num_train_steps"]._replace(low=0))
+    if rule is not None:
+      raise errors.UsageError(f"num_train_steps={self.num_train_steps}: {rule}")
+
 
 @dataclasses.dataclass(kw_only=True)
-class ModelSettings:
+class ModelSettings(CheckedSettings):
   """The model and where its weights come from.
 
   Args:
@@ -112,7 +172,7 @@ class ModelSettings:
 
 
 @dataclasses.dataclass(kw_only=True)
-class TokenizerSettings:
+class TokenizerSettings(CheckedSettings):
   """SentencePiece (spm_model_file) or WordPiece (vocab_file) tokenization."""
   spm_model_file: Optional[str] = None
   vocab_file: Optional[str] = None
@@ -120,7 +180,7 @@ class TokenizerSettings:
 
 
 @dataclasses.dataclass(kw_only=True)
-class JobSettings:
+class JobSettings(CheckedSettings):
   """What every job has: its output_dir and the settings above."""
   output_dir: str
   model: ModelSettings
@@ -131,6 +191,22 @@ class JobSettings:
   # sequences; SQuAD's span head keeps [B, T] logits and their gradients.
   SEQUENCES_PER_EXAMPLE = 1
   SPAN_HEAD = False
+  # Whether the training steps come from the data and num_train_epochs (SQuAD's), not from
+  # train.num_train_steps.
+  STEPS_FROM_EPOCHS = False
+
+  def check(self):
+    """The bounds, and a job that trains (do_train) has at least 1 step to make.
+
+    Raises:
+      errors.UsageError: as above.
+    """
+    super().check()
+    steps = self.train.num_train_steps
+    if getattr(self, "do_train", False) and not self.STEPS_FROM_EPOCHS and steps < 1:
+      # Training would return at once and leave an untrained model as the result.
+      raise errors.UsageError(f"num_train_steps={steps} with do_train: give at least 1 training "
+                              "step, or do_train=False")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -169,6 +245,8 @@ class FineTuningSettings(JobSettings):
     export_dir: where to write a SavedModel of model.ckpt-best (None: no export).
     serving_precision: the export's compute precision (float32, or bfloat16 with float32
       weights and outputs).
+    allow_random_heads: evaluate, predict or export without training even when no checkpoint
+      holds the task's head (it is then freshly initialised); refused by default.
   """
   tokenizer: TokenizerSettings = dataclasses.field(default_factory=TokenizerSettings)
   do_train: bool = False
@@ -179,6 +257,7 @@ class FineTuningSettings(JobSettings):
   dynamic_length: bool = True
   export_dir: Optional[str] = None
   serving_precision: str = "float32"
+  allow_random_heads: bool = False
 
 
 

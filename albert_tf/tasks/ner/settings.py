@@ -3,7 +3,6 @@
 import dataclasses
 from typing import Optional
 
-from albert_tf.finetuning.windows import check_sizes
 from albert_tf.core.settings import FineTuningSettings
 
 
@@ -24,8 +23,8 @@ class NerSettings(FineTuningSettings):
       SavedModel splits raw text the same way.
 
   Raises:
-    UsageError: a doc_stride, max_seq_length or batch size below 1 (a doc_stride of 0 would cut
-      a long sentence into windows forever).
+    UsageError: a field out of its bounds (core.bounds), as each settings class: a doc_stride
+      or batch size below 1 (a doc_stride of 0 would cut a long sentence into windows forever).
   """
   data_dir: str
   cached_dir: Optional[str] = None
@@ -33,8 +32,3 @@ class NerSettings(FineTuningSettings):
   label_list: Optional[str] = None
   dropout_prob: float = 0.1
   char_level: bool = False
-
-  def __post_init__(self):
-    check_sizes(doc_stride=self.doc_stride, max_seq_length=self.model.max_seq_length,
-                train_batch_size=self.train.train_batch_size,
-                eval_batch_size=self.eval_batch_size, predict_batch_size=self.predict_batch_size)

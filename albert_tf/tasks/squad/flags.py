@@ -54,16 +54,9 @@ def define_flags(v2):
     flags.DEFINE_integer("start_n_top", 5, "beam size for the start positions.")
     flags.DEFINE_integer("end_n_top", 5, "beam size for the end positions.")
     flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
+  # The sizes' bounds (a doc_stride of 0 would never advance its windows) are core.bounds':
+  # cli checks them once the flags parse, SquadSettings as it is made.
   common_flags.define_finetuning_flags(max_seq_length=384, learning_rate=5e-5)
-  for name in POSITIVE_SIZES + (("start_n_top", "end_n_top") if v2 else ()):
-    flags.register_validator(name, lambda value: value is None or value >= 1,
-                             message="must be at least 1")
-
-
-# A 0 would hang (doc_stride: the windows would never advance) or give nothing: absl refuses a
-# value below 1 as a flag error (exit 2, one line naming the flag).
-POSITIVE_SIZES = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
-                  "max_seq_length", "train_batch_size", "predict_batch_size")
 
 
 def run_job(v2):

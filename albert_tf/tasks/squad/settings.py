@@ -28,3 +28,4 @@ class SquadSettings(FineTuningSettings):
   end_n_top: int = 5
   dropout_prob: float = 0.1
   SPAN_HEAD = True
+  STEPS_FROM_EPOCHS = True
