@@ -131,6 +131,25 @@ def _run(out, cached_dir, **kwargs):
       run=settings.RunSettings(random_seed=1, data_seed=1), **kwargs)).run()
 
 
+def _keyed(cached, name):
+  """The caches of feature file `name` in shared directory `cached`: <stem>.<key><ext>, each
+  named after its stamp (feature_cache.cache_path); never the file at `name` itself."""
+  stem, extension = os.path.splitext(name)
+  pattern = f"{stem}.{'[0-9a-f]' * feature_cache.KEY_DIGITS}{extension}"
+  return sorted(str(path) for path in cached.glob(pattern))
+
+
+def _stamp_of(path):
+  """The stamp beside keyed cache `path`, after checking that its name carries that stamp."""
+  stamp = json.load(open(feature_cache.stamp_path(path)))
+  assert os.path.basename(path).split(".")[-2] == feature_cache.stamp_key(stamp)
+  return stamp
+
+
+def _label_ids(path):
+  return [e["label_ids"][0] for e in read_examples(path)]
+
+
 def _accuracy(out):
   lines = (out / "eval_results.txt").read_text().splitlines()
   return float(next(l.split(" = ")[1] for l in lines if l.startswith("eval_accuracy")))
@@ -150,25 +169,43 @@ def test_a_dev_file_edited_under_its_name_is_evaluated_anew(tmp_path):
        init_checkpoint=MRPC_CHECKPOINT)
   first, second = _accuracy(tmp_path / "first"), _accuracy(tmp_path / "second")
   assert 0 < first < 1 and second == pytest.approx(1 - first, abs=1e-6)
-  stamp = json.load(open(feature_cache.stamp_path(cached / "dev_eval.tf_record")))
-  assert stamp["labels"] == ["0", "1"] and stamp["examples"] == 12
+  # Each dev file's contents got a cache of their own, named after its stamp: the stamps differ
+  # in the examples alone, and each holds its run's labels.
+  files = _keyed(cached, "dev_eval.tf_record")
+  assert len(files) == 2
+  stamps = [_stamp_of(path) for path in files]
+  for stamp in stamps:
+    assert stamp["labels"] == ["0", "1"] and stamp["examples"] == 12
+  assert [d.split(":")[0] for d in feature_cache.differences(*stamps)] == ["examples_sha256"]
+  labels = sorted(_label_ids(path) for path in files)
+  assert labels == sorted([[int(r[2]) for r in _mrpc_rows("dev")],
+                           [int(r[2]) for r in _mrpc_rows("dev", flip=True)]])
 
 
 @pytest.mark.slow
-def test_runs_sharing_a_cached_dir_train_on_their_own_files(tmp_path):
+def test_runs_sharing_a_cached_dir_train_on_their_own_files(tmp_path, caplog):
   """A 2-label training file, then a 3-label one of the same name in another output_dir with
-  the same --cached_dir: the second run's features hold its own three label ids."""
+  the same --cached_dir: the second run writes and trains on a file of its own, holding its
+  three label ids, beside the first run's, which it leaves as it was."""
   cached, train = tmp_path / "cache", tmp_path / "train.csv"
   rows = _mrpc_rows("train")
   _write_csv(train, rows)
   _run(tmp_path / "two", cached, train_file=str(train), do_train=True)
   # The output_dir keeps its tokenizer beside its config: a checkpoint to point exports at.
   assert (tmp_path / "two" / "spiece.model").read_bytes() == open(SPM, "rb").read()
-  assert {e["label_ids"][0] for e in read_examples(str(cached / "train_train.tf_record"))} == {
-      0, 1}
+  [two] = _keyed(cached, "train_train.tf_record")
+  assert _stamp_of(two)["labels"] == ["0", "1"]
+  assert set(_label_ids(two)) == {0, 1}
+  written = open(two, "rb").read()
   _write_csv(train, [r[:2] + [["0", "1", "2"][i % 3]] for i, r in enumerate(rows)])
-  _run(tmp_path / "three", cached, train_file=str(train), do_train=True)
-  assert {e["label_ids"][0] for e in read_examples(str(cached / "train_train.tf_record"))} == {
-      0, 1, 2}
+  with caplog.at_level(logging.INFO, logger="albert_tf"):
+    _run(tmp_path / "three", cached, train_file=str(train), do_train=True)
+  [three] = [path for path in _keyed(cached, "train_train.tf_record") if path != two]
+  assert _stamp_of(three)["labels"] == ["0", "1", "2"]
+  assert set(_label_ids(three)) == {0, 1, 2}
+  # The run trained on the file it wrote (cached_features returns it), not on the first run's.
+  assert f" train features ({len(rows)} real) to {three}" in caplog.text
+  assert str(two) not in caplog.text
+  assert open(two, "rb").read() == written and _stamp_of(two)["labels"] == ["0", "1"]
   assert json.load(open(tmp_path / "three" / "classifier_labels.json"))["labels"] == [
       "0", "1", "2"]

@@ -3,6 +3,7 @@ fine-tuning a learnable task, prediction files, and the exported SavedModel."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -174,16 +175,29 @@ def test_bad_input(tmp_path):
   assert r.returncode != 0 and "do_train" in r.stderr
   cached = tmp_path / "cached"
   cached.mkdir()
-  (cached / "mrpc_eval.tf_record").write_bytes(
-      open(os.path.join(GLUE, "expected", "mrpc_dev.tfrecord"), "rb").read())
+  original = open(os.path.join(GLUE, "expected", "mrpc_dev.tfrecord"), "rb").read()
+  (cached / "mrpc_eval.tf_record").write_bytes(original)
   r = _run(["--task_name=mrpc", data, f"--output_dir={tmp_path}", f"--cached_dir={cached}",
             "--do_eval", "--max_seq_length=32",
-            f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}"], check=False)
-  # A cache without a stamp (the original's) cannot be checked: in --cached_dir it is written
-  # again, for this run's length.
+            f"--init_checkpoint={os.path.join(FINETUNING, 'classifier', 'mrpc', 'model.ckpt-0')}"],
+           check=False)
+  # A cache without a stamp (the original's) cannot be checked. In --cached_dir, which runs
+  # share, caches are named after their inputs: the original's file is left as it is, with a
+  # log line, and the run writes and evaluates its own, of this run's length.
   assert r.returncode == 0, r.stderr
-  assert "mrpc_eval.tf_record is stale (no mrpc_eval.tf_record.stamp.json" in r.stderr
-  assert all(len(e["input_ids"]) == 32 for e in read_examples(cached / "mrpc_eval.tf_record"))
+  [keyed] = cached.glob("mrpc_eval." + "[0-9a-f]" * 16 + ".tf_record")
+  assert (f"{cached / 'mrpc_eval.tf_record'} is not read: in a directory runs share, a cache is "
+          f"named after its inputs (this run's: {keyed}); mrpc_eval.tf_record, under the "
+          "original's name, is the original's or an earlier albert_tf's, and may be deleted "
+          "with its stamp") in r.stderr
+  assert (cached / "mrpc_eval.tf_record").read_bytes() == original
+  assert not (cached / "mrpc_eval.tf_record.stamp.json").exists()
+  assert re.search(rf"wrote \d+ dev features \(\d+ real\) to {re.escape(str(keyed))}\n",
+                   r.stderr)
+  stamp = json.load(open(f"{keyed}.stamp.json"))
+  assert stamp["max_seq_length"] == 32 and stamp["task"] == "mrpc"
+  records = read_examples(keyed)
+  assert records and all(len(e["input_ids"]) == 32 for e in records)
 
 
 def test_resumed_run_evaluates_only_new_checkpoints(tmp_path):

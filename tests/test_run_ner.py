@@ -6,6 +6,7 @@ and line."""
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -162,27 +163,48 @@ def _error_line(result):
   return lines[0]
 
 
-def test_cached_features_of_another_tokenizer_with_the_same_name_are_rebuilt(tmp_path):
+def test_another_tokenizer_of_the_same_name_writes_its_own_cache_in_a_shared_cached_dir(
+    tmp_path):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.core import io  # pylint: disable=import-outside-toplevel
+  from albert_tf.finetuning import feature_cache  # pylint: disable=import-outside-toplevel
   from albert_tf.tasks.ner import features  # pylint: disable=import-outside-toplevel
   from albert_tf.tokenization import FullTokenizer  # pylint: disable=import-outside-toplevel
   from test_data_edges import other_spm_model  # pylint: disable=import-outside-toplevel
   other = other_spm_model(tmp_path / "other" / os.path.basename(SPM))
   cached = tmp_path / "cache"
+  pattern = "ner_train." + "[0-9a-f]" * feature_cache.KEY_DIGITS + ".tf_record"
   run_binary("run_ner", _tiny_flags(NER, tmp_path / "a") + [f"--cached_dir={cached}",
                                                             "--do_train"])
+  [first_file] = [str(p) for p in cached.glob(pattern)]
+  written = open(first_file, "rb").read()
   second = run_binary("run_ner", _tiny_flags(NER, tmp_path / "b", other) + [
       f"--cached_dir={cached}", "--do_train"])
-  assert "ner_train.tf_record is stale (tokenizer_sha256: " in second.stderr
-  record = next(iter(tf.data.TFRecordDataset(str(cached / "ner_train.tf_record"))))
-  ids = tf.train.Example.FromString(record.numpy()).features.feature["input_ids"].int64_list.value
+  # Both models' caches lie side by side, each named after its stamp, which names its model.
+  [second_file] = [str(p) for p in cached.glob(pattern) if str(p) != first_file]
+  for path, model in ((first_file, SPM), (second_file, other)):
+    stamp = json.load(open(feature_cache.stamp_path(path)))
+    assert stamp["tokenizer_sha256"] == io.sha256(model)
+    assert stamp["tokenizer"] == os.path.basename(SPM)
+    assert os.path.basename(path) == f"ner_train.{feature_cache.stamp_key(stamp)}.tf_record"
+  # The second run wrote its own file, trained on it, and left the first run's as it was.
+  assert re.search(rf"wrote \d+ train features \(\d+ sentences\) to {re.escape(second_file)}\n",
+                   second.stderr)
+  assert first_file not in second.stderr
+  assert open(first_file, "rb").read() == written
+
+  def first_ids(path):
+    record = next(iter(tf.data.TFRecordDataset(path)))
+    return list(tf.train.Example.FromString(record.numpy()).features.feature[
+        "input_ids"].int64_list.value)
   labels = open(tmp_path / "b" / "label_list.txt").read().split()
   sentence = data.read_split(NER, "train")[0]
   expected = features.sentence_features(FullTokenizer(spm_model_file=other), sentence, labels,
                                         32, 16)[0]["input_ids"]
   first = features.sentence_features(FullTokenizer(spm_model_file=SPM), sentence, labels, 32,
                                      16)[0]["input_ids"]
-  assert list(ids) == expected != first  # the second model's ids, not the first's
+  assert first_ids(second_file) == expected != first  # the second model's ids, not the first's
+  assert first_ids(first_file) == first
 
 
 def test_bom_data_and_label_lists_that_disagree_with_the_checkpoint(tmp_path):

@@ -8,8 +8,6 @@ word_index (that word's index in its sentence, -1 elsewhere) [max_seq_length]; s
 [1].
 """
 
-import os
-
 from albert_tf.core import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
 from albert_tf.finetuning.windows import doc_spans, is_max_context
@@ -78,7 +76,8 @@ def cache_inputs(source, labels, doc_stride, char_level=False):
     doc_stride: the windows' stride.
     char_level: whether the words were split into characters (run_ner --char_level).
   """
-  return {"source": os.fspath(source), "source_sha256": io.sha256(source),
+  # The contents alone: the same file under another path spelling is the same input.
+  return {"source_sha256": io.sha256(source),
           "labels": list(labels), "doc_stride": doc_stride, "char_level": bool(char_level)}
 
 

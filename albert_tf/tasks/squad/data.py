@@ -295,16 +295,20 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
 
 
 class FeatureWriter:
-  """Writes InputFeatures as the original's tf.train.Examples (atomically, on close())."""
+  """Writes InputFeatures as the original's tf.train.Examples (atomically, on close()). With
+  filename None it only counts them: a conversion made again for the bookkeeping of records
+  that are already written (they stay as they are)."""
 
   def __init__(self, filename, is_training):
     self.filename = filename
     self.is_training = is_training
     self.num_features = 0
-    self._writer = AtomicTFRecordWriter(filename)
+    self._writer = AtomicTFRecordWriter(filename) if filename is not None else None
 
   def process_feature(self, feature):
     self.num_features += 1
+    if self._writer is None:
+      return
     fields = collections.OrderedDict(
         unique_ids=int64_feature([feature.unique_id]),
         input_ids=int64_feature(feature.input_ids),
@@ -318,7 +322,9 @@ class FeatureWriter:
     self._writer.write(encode_example(fields))
 
   def close(self):
-    self._writer.close()
+    if self._writer is not None:
+      self._writer.close()
 
   def abort(self):
-    self._writer.abort()
+    if self._writer is not None:
+      self._writer.abort()

@@ -20,6 +20,7 @@ from albert_tf.tokenization.cmrc import CmrcTokenizer
 from albert_tf.finetuning import feature_cache
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset
 from albert_tf.finetuning.job import FineTuningJob
+from albert_tf.training import strategy as strategies
 from albert_tf.training.job import UsageError
 from albert_tf.tasks.squad.objective import SquadObjective
 from albert_tf.tasks.squad.model import AlbertSpanLabeler, AlbertSquadV2
@@ -115,8 +116,9 @@ class SquadJob(FineTuningJob):
 
   # -- data -------------------------------------------------------------------------------------
   def _convert(self, examples, is_training, path, source, keep=None):
-    """Writes the examples' features to path (atomically); an error when there are none (every
-    example of `source` failed to align)."""
+    """Writes the examples' features to path (atomically; None: writes no records, only keeps
+    the features); an error when there are none (every example of `source` failed to
+    align)."""
     s = self.settings
     writer = squad_data.FeatureWriter(path, is_training)
 
@@ -163,15 +165,25 @@ class SquadJob(FineTuningJob):
             "max_query_length": s.max_query_length, "v2": bool(self.v2),
             "wordpiece": self.wordpiece is not None}
 
+  def cache_stamp(self, inputs):
+    """The stamp FineTuningJob.cached_features gives the records of `inputs` (cache_inputs):
+    the tokenizer's fingerprint, max_seq_length and the inputs. The prediction features'
+    bookkeeping is stamped with it too, and read only beside records of the same stamp."""
+    s = self.settings
+    return feature_cache.make_stamp(s.tokenizer, max_seq_length=s.model.max_seq_length,
+                                    **inputs)
+
   def train_feature_file(self, examples):
     """The training features' file, written by the chief unless cached for the same inputs;
     every worker returns once it is complete."""
     s = self.settings
     path = s.train_feature_file or os.path.join(s.output_dir, "train.tf_record")
 
-    def write():
-      count = self._convert(examples, True, path, s.train_file)
-      logger.info(f"wrote {count} training features to {path}")
+    # The target is path unless the cache's place names it after its stamp (see
+    # feature_cache.cache_path).
+    def write(target=path):
+      count = self._convert(examples, True, target, s.train_file)
+      logger.info(f"wrote {count} training features to {target}")
     return self.cached_features(path, write, s.model.max_seq_length,
                                 self.cache_inputs(s.train_file), what="training features",
                                 named_by="--train_feature_file" if s.train_feature_file else None)
@@ -179,20 +191,48 @@ class SquadJob(FineTuningJob):
   def predict_features(self):
     """(examples, features, feature file) of --predict_file, features cached as the original
     caches them (predict_feature_file + predict_feature_left_file), for the same inputs. The
-    chief writes them; the other workers read them back once it has."""
+    chief writes them; the other workers read them back once it has.
+
+    The bookkeeping (predict_feature_left_file) describes the records one by one, so it is
+    stamped as they are and read only beside records of this run's inputs
+    (feature_cache.checked_pair): bookkeeping of other inputs is written again in a place the
+    run chose, and refused where the user named it. A --predict_feature_file that exists is
+    never written again: with a stamp that shows it is this run's, only its bookkeeping is made
+    again when missing; without one it cannot be paired, and the run stops naming both files.
+
+    Raises:
+      errors.CacheError: a file the user named that cannot be used or would be overwritten.
+    """
     s = self.settings
     examples = self.read_examples(s.predict_file, is_training=False)
     path = s.predict_feature_file or os.path.join(s.output_dir, "predict.tf_record")
     left = s.predict_feature_left_file or os.path.join(s.output_dir, "predict_left.jsonl")
+    named_by = "--predict_feature_file" if s.predict_feature_file else None
+    inputs = self.cache_inputs(s.predict_file)
+    stamp = self.cache_stamp(inputs)
+    records, bookkeeping = feature_cache.checked_pair(
+        path, left, stamp, named_by=named_by,
+        companion_named_by="--predict_feature_left_file" if s.predict_feature_left_file else None,
+        companion_flag="--predict_feature_left_file")
     features = []
+    write_left = feature_cache.stamped(left, stamp, lambda: write_features_jsonl(left, features))
 
-    def write():
-      self._convert(examples, False, path, s.predict_file, keep=features)
-      write_features_jsonl(left, features)
-    # The records are only half of it: without the bookkeeping beside them, both are written.
-    self.cached_features(path, write, s.model.max_seq_length, self.cache_inputs(s.predict_file),
-                         what="prediction features", regenerate=not io.exists(left),
-                         named_by="--predict_feature_file" if s.predict_feature_file else None)
+    def write(target=path):
+      self._convert(examples, False, target, s.predict_file, keep=features)
+      if bookkeeping:
+        write_left()
+    path = self.cached_features(path, write, s.model.max_seq_length, inputs,
+                                what="prediction features", named_by=named_by,
+                                regenerate=records)
+    # The records are read as they are (their stamp says they are this run's): the same inputs
+    # convert to the same features, whose bookkeeping is written beside them. The chief's
+    # decision, taken by every worker: a worker that looked at the files later could see it done.
+    if strategies.chief_decides(self.strategy, bookkeeping and not records):
+      def write_bookkeeping():
+        self._convert(examples, False, None, s.predict_file, keep=features)
+        write_left()
+        logger.info(f"wrote the bookkeeping of {path} to {left}")
+      strategies.run_on_chief(self.strategy, write_bookkeeping, left)
     if features:
       return examples, features, path
     logger.info(f"Loading eval features from {left}")
