@@ -240,6 +240,7 @@ def test_nomemory_check_skips_the_check():
   job.settings = _pretraining_settings(4096, 512)
   job.settings.run.memory_check = False
   job.config, job.config_file, job.strategy = _config(BASE), BASE, None
+  job.scheduled_train_steps = lambda: job.settings.train.num_train_steps
   memory.check_job(job)
   job.settings.run.memory_check = True
   job.strategy = __import__("tensorflow").distribute.get_strategy()

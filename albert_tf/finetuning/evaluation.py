@@ -2,6 +2,7 @@
 best-checkpoint bookkeeping (eval_results.txt, best_trial.txt, model.ckpt-best)."""
 
 import collections
+import logging
 import math
 import os
 
@@ -11,6 +12,8 @@ import tensorflow as tf
 from albert_tf.core import io
 from albert_tf.core.io import write_text_atomically
 from albert_tf.training.checkpointing import checkpoint_steps
+
+logger = logging.getLogger("albert_tf")
 
 
 class Predictor:
@@ -41,6 +44,34 @@ def batch_means(values, batch_size):
   return [values[i:i + batch_size].mean() for i in range(0, len(values), batch_size)]
 
 
+def _is_loss(key):
+  """Whether an eval result's key is a loss ("loss", "eval_loss", ...)."""
+  return key == "loss" or key.endswith("_loss")
+
+
+def non_finite_values(result, key_name):
+  """{key: value} of the NaN or infinite values among result[key_name] and the losses of an
+  evaluation's result: a model whose loss overflowed still gets a finite accuracy (its
+  predictions are an argmax of its logits, NaN or not), which must not make it the best
+  checkpoint.
+
+  Args:
+    result: an evaluation's metrics (numbers; other values are not looked at).
+    key_name: the metric that picks the best checkpoint.
+  """
+  found = {}
+  for key, value in result.items():
+    if key != key_name and not _is_loss(key):
+      continue
+    try:
+      number = float(value)
+    except (TypeError, ValueError):
+      continue
+    if not math.isfinite(number):
+      found[key] = value
+  return found
+
+
 class BestCheckpointTracker:
   """The original's eval bookkeeping, resumable.
 
@@ -54,6 +85,11 @@ class BestCheckpointTracker:
   `save_best()` (model.ckpt-best). In a multi-worker run every worker keeps the bookkeeping (they
   decide together what to evaluate and load next) and calls save_best(); only the one with
   `writes` (the chief) writes the files.
+
+  Every key metric is higher-is-better (classifier.metrics.key_metric: accuracy, Pearson,
+  Matthews, F1). An evaluation whose key metric or loss is NaN or infinite
+  (non_finite_values) is recorded but is never a best, not even the first one: a diverged
+  model must not become model.ckpt-best, nor its +inf outrank every later evaluation.
   """
 
   def __init__(self, output_dir, key_name, writes=True):
@@ -63,20 +99,37 @@ class BestCheckpointTracker:
     self.results_file = os.path.join(output_dir, "eval_results.txt")
     self.trial_file = os.path.join(output_dir, "best_trial.txt")
     self.last_step, self.best_step, self.best_value = -1, -1, -1.0
+    # The steps whose evaluation loss was NaN or infinite, in this process (a diverged model).
+    self.diverged_steps = []
     if io.exists(self.trial_file):
       last, best_step, best_value = io.read_text(self.trial_file).strip().split(":")
       self.last_step, self.best_step, self.best_value = int(last), int(best_step), float(best_value)
+      if not math.isfinite(self.best_value):
+        # Written before non-finite results were refused: an inf would stay best for good.
+        logger.info(f"{self.trial_file}: the best {key_name} ({best_value}, step {best_step}) is "
+                    "not finite: no evaluation so far counts as the best")
+        self.best_step, self.best_value = -1, -1.0
 
   def improves(self, result):
-    """Whether result[key_name] beats the best so far."""
-    value = result[self.key_name]
-    return not math.isnan(value) and value > self.best_value
+    """Whether result[key_name] beats the best so far: never for a result with a NaN or
+    infinite key metric or loss (non_finite_values)."""
+    if non_finite_values(result, self.key_name):
+      return False
+    return float(result[self.key_name]) > self.best_value
 
   def record(self, step, result, save_best, improved=None):
     """Writes one evaluation; calls save_best() when it is a new best: `improved` when given
-    (a multi-worker run's shared decision), else improves(result). Returns whether it was."""
+    (a multi-worker run's shared decision), else improves(result). Returns whether it was.
+    An evaluation that is not finite is logged as no candidate for best."""
     value = result[self.key_name]
     improved = self.improves(result) if improved is None else improved
+    bad = non_finite_values(result, self.key_name)
+    if bad:
+      values = ", ".join(f"{key} = {bad[key]}" for key in sorted(bad))
+      logger.warning(f"the evaluation at step {step} is not finite ({values}): it is not a "
+                     "candidate for best")
+      if any(_is_loss(key) for key in bad):
+        self.diverged_steps.append(step)
     if self.writes:
       result = dict(result, global_step=step)
       # Every other evaluation is of a model.ckpt-<step> of output_dir, saved before it.

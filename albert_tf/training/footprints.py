@@ -324,7 +324,16 @@ _INFERENCE_RUNS = (("do_eval", "eval_batch_size", "evaluation"),
                    ("do_predict", "predict_batch_size", "prediction"))
 
 
-def job_footprints(job_settings, config, num_replicas, local_replicas):
+def _without_training(footprints):
+  """What --nodo_train would leave of a run that trains and also evaluates, predicts or exports,
+  for the training refusal's fix ("" where it would run nothing)."""
+  if not footprints:
+    return ""
+  parts = " and ".join(f.what for f in footprints)
+  return f"; or --nodo_train, to run {parts} without training"
+
+
+def job_footprints(job_settings, config, num_replicas, local_replicas, trains=None):
   """The Footprint of each part of the run a job's settings ask for, in the order it runs them:
   training, evaluation, prediction, export.
 
@@ -333,11 +342,12 @@ def job_footprints(job_settings, config, num_replicas, local_replicas):
     config: the job's AlbertConfig.
     num_replicas: replicas in sync (all hosts): they split each global batch.
     local_replicas: those on this host.
+    trains: whether the run takes training steps; None: its do_train. A --do_train run whose
+      output_dir already holds the last step of its schedule resumes there and trains no step
+      (memory.check_job): it runs its evaluation, prediction and export alone.
   """
   s = job_settings
   footprints = []
-  if getattr(s, "do_train", True):
-    footprints.append(_training_footprint(s, config, num_replicas, local_replicas))
   choices = s.SEQUENCES_PER_EXAMPLE
   predictions = (s.max_predictions_per_seq
                  if isinstance(s, settings_lib.PretrainingSettings) else 0)
@@ -353,11 +363,17 @@ def job_footprints(job_settings, config, num_replicas, local_replicas):
     footprints.append(export_estimate(config, s.model.max_seq_length,
                                       precision=s.serving_precision, batch_size=0,
                                       model_bytes=held))
+  if getattr(s, "do_train", True) if trains is None else trains:
+    training = _training_footprint(s, config, num_replicas, local_replicas)
+    # run_race and run_pretraining train unless told --nodo_train (the original's defaults):
+    # a refusal of `--do_eval` alone names the flag that evaluates without training.
+    footprints.insert(0, dataclasses.replace(
+        training, fix=training.fix + _without_training(footprints)))
   return footprints
 
 
-def job_footprint(job_settings, config, num_replicas, local_replicas):
+def job_footprint(job_settings, config, num_replicas, local_replicas, trains=None):
   """The largest of job_footprints (what the run needs at its peak), None where it runs
   nothing."""
-  return max(job_footprints(job_settings, config, num_replicas, local_replicas),
+  return max(job_footprints(job_settings, config, num_replicas, local_replicas, trains),
              key=lambda f: f.total, default=None)

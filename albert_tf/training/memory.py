@@ -5,8 +5,10 @@ ends it (exit 137 and nothing from the program). `--nomemory_check` skips it.
 
 Every run of a training binary is checked (training.job.Job.claim_output_dir, before anything is
 written to output_dir): training, evaluation, prediction and export each have a footprint
-(footprints.job_footprints), and the largest of those the settings ask for is checked; a
-train-and-evaluate run needs the larger of the two. The export binaries call check_model_build.
+(footprints.job_footprints), and the largest of those the run takes is checked; a
+train-and-evaluate run needs the larger of the two. Training counts where it takes a step
+(trains): --do_train, and not resuming at the end of its schedule. The export binaries call
+check_model_build.
 
 The estimates, and their calibration, are albert_tf.training.footprints'.
 
@@ -169,14 +171,42 @@ def local_devices(strategy):
   return list(strategy.extended.worker_devices)
 
 
+def trains(job):
+  """Whether a Job's run takes training steps: its settings' do_train, unless the job declares
+  the last step of its schedule before reading any data (`scheduled_train_steps()`, None where
+  the data sets it, as SQuAD's epochs do) and output_dir's newest model.ckpt-<step> has reached
+  it: the run then resumes there, trains no step (runner.run_training) and goes on to what it
+  evaluates, predicts or exports. run_race and run_pretraining train unless --nodo_train (the
+  original's defaults), so a `--do_eval` of a finished run is such a run.
+
+  Args:
+    job: a training.job.Job (its settings and scheduled_train_steps).
+  """
+  if not getattr(job.settings, "do_train", True):
+    return False
+  total = job.scheduled_train_steps()
+  if total is None:
+    return True
+  # Imported here: checkpointing loads TensorFlow, which the estimates themselves do not need.
+  # pylint: disable-next=import-outside-toplevel
+  from albert_tf.training.checkpointing import checkpoint_steps
+  saved = checkpoint_steps(job.settings.output_dir)
+  if not saved or max(saved) < total:
+    return True
+  logger.info(f"memory check: {saved[max(saved)]} is at step {max(saved)}, the end of the "
+              f"training schedule ({total} steps): no training step runs")
+  return False
+
+
 def check_job(job):
   """check() of the largest part of a Job's run (training.job.Job: its settings, config and
-  strategy): training, evaluation, prediction or export; skipped with --nomemory_check."""
+  strategy): training (where it takes steps: trains), evaluation, prediction or export; skipped
+  with --nomemory_check."""
   if not job.settings.run.memory_check:
     return
   devices = local_devices(job.strategy)
   check(job_footprint(job.settings, job.config, job.strategy.num_replicas_in_sync,
-                      len(devices)), devices, job.config_file)
+                      len(devices), trains=trains(job)), devices, job.config_file)
 
 
 def check_model_build(config, what, *, seq_length, batch_size=1, precision="float32",

@@ -148,6 +148,9 @@ class PretrainingJob(Job):
     return DynamicMasking(cls_id=ids[0], sep_id=ids[1], mask_id=ids[2],
                           vocab_size=self.config.vocab_size, masked_lm_prob=s.masked_lm_budget)
 
+  def scheduled_train_steps(self):
+    return self.settings.train.num_train_steps
+
   def make_model(self):
     return AlbertPretrainer(self.config)
 
