@@ -35,21 +35,22 @@ def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
-  from albert_tf.checkpoints import load_checkpoint, model_config
+  from albert_tf.checkpoints import open_checkpoint
   from albert_tf.core.errors import AlbertError
   from albert_tf.export.saved_model import ServingModule, export_saved_model, heads_missing
   from albert_tf.models import AlbertPretrainer
   from albert_tf.training import memory
   from albert_tf.training.precision import serving_model
   # pylint: enable=import-outside-toplevel
+  checkpoint = open_checkpoint(FLAGS.init_checkpoint)  # every question below is asked of it
   try:
-    config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+    config, config_file = checkpoint.config(FLAGS.albert_config_file)
   except ValueError as e:
     if isinstance(e, AlbertError):  # says what is wrong, with its own exit status
       raise
     raise app.UsageError(str(e)) from None
   spm_model, vocab_file = common_flags.export_tokenizer_files(
-      FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
+      FLAGS.spm_model_file, FLAGS.vocab_file, checkpoint)
   # Before the model is built: one that cannot fit is refused, not killed by the OOM killer.
   memory.check_model_build(config, "exporting the SavedModel", seq_length=FLAGS.max_seq_length,
                            batch_size=0, precision=FLAGS.serving_precision,
@@ -58,7 +59,7 @@ def main(argv):
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
   module = ServingModule(model, spm_model, FLAGS.do_lower_case, FLAGS.max_seq_length,
                          config_file=config_file, vocab_file=vocab_file)
-  report = load_checkpoint(model, FLAGS.init_checkpoint)
+  report = checkpoint.load_into(model)
   print(f"loaded {FLAGS.init_checkpoint}: {report}")
   for signature, names in heads_missing(report).items():
     if FLAGS.allow_random_heads:

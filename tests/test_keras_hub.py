@@ -217,7 +217,7 @@ def test_preset_supplies_config_and_spm(preset):
   spm = os.path.join(preset["directory"], "assets", "tokenizer", "vocabulary.spm")
   assert spm_model_file(None, None, preset["directory"]) == spm
   assert spm_model_file(SPM, None, preset["directory"]) == SPM  # the same bytes
-  with pytest.raises(errors.UsageError, match="--vocab_file=vocab.txt contradicts"):
+  with pytest.raises(errors.UsageError, match="--vocab_file=vocab.txt is a WordPiece vocabulary, not the"):
     spm_model_file(None, "vocab.txt", preset["directory"])
 
 

@@ -13,7 +13,7 @@ import pytest
 import albert_tf
 from albert_tf.core import errors, settings
 from albert_tf.checkpoints import labels
-from albert_tf.checkpoints import companions, model_config, spm_model_file
+from albert_tf.checkpoints import companions, model_config, open_checkpoint, spm_model_file
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
@@ -111,16 +111,16 @@ def test_the_kept_tokenizer_is_the_default(tmp_path):
   kept = os.path.join(directory, "spiece.model")
   for checkpoint in (directory, os.path.join(directory, "model.ckpt-best")):
     assert spm_model_file(None, None, checkpoint) == kept
-  assert spm_model_file(SPM, None, directory) == SPM  # a flag wins
-  assert spm_model_file(None, VOCAB, directory) is None  # WordPiece asked for
-  assert companions.wordpiece_vocab_file(kept, None, directory) is None
+    assert open_checkpoint(checkpoint).tokenizer() == (kept, None)
+  assert spm_model_file(SPM, None, directory) == SPM  # the same bytes under another name
+  with pytest.raises(errors.UsageError, match="is a WordPiece vocabulary, not the SentencePiece"):
+    spm_model_file(None, VOCAB, directory)  # not the tokenizer the model was trained with
   # A WordPiece run keeps its vocabulary.
   wordpiece, _ = _output_dir(tmp_path / "cmrc")
   companions.keep_tokenizer(wordpiece, settings.TokenizerSettings(vocab_file=VOCAB))
   assert spm_model_file(None, None, wordpiece) is None
-  assert companions.wordpiece_vocab_file(None, None, wordpiece) == os.path.join(wordpiece,
-                                                                                "vocab.txt")
-  assert companions.wordpiece_vocab_file(None, VOCAB, wordpiece) == VOCAB
+  assert open_checkpoint(wordpiece).tokenizer() == (None, os.path.join(wordpiece, "vocab.txt"))
+  assert open_checkpoint(wordpiece).tokenizer(None, VOCAB) == (None, VOCAB)
 
 
 @pytest.mark.slow  # a binary's start-up

@@ -17,6 +17,7 @@ _LAZY = {
     "albert_tf.checkpoints.keras_hub": ("is_keras_hub_preset", "load_keras_hub_preset"),
     "albert_tf.checkpoints.formats": ("checkpoint_global_step", "load_checkpoint", "model_config",
                                       "spm_model_file"),
+    "albert_tf.checkpoints.opened": ("OpenedCheckpoint", "open_checkpoint"),
 }
 _MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
 

@@ -2,10 +2,11 @@
 it, `.../model.ckpt-best`) a checkpoint to point --init_checkpoint at without naming its config
 or tokenizer again: albert_config.json (every training run writes it: training.job's
 keep_config; the released models' directories hold it too), classifier_labels.json
-(run_classifier; read by albert_tf.checkpoints.labels) and the tokenizer, copied in by
-keep_tokenizer under a fixed name.
+(run_classifier; read by albert_tf.checkpoints.labels), the tokenizer, copied in by
+keep_tokenizer under a fixed name, and the task its head was trained for (keep_task).
 """
 
+import json
 import os
 
 from albert_tf.core import errors
@@ -17,6 +18,8 @@ CONFIG_NAME = "albert_config.json"
 # same file), a WordPiece vocabulary under BERT's.
 SPM_NAME = "spiece.model"
 VOCAB_NAME = "vocab.txt"
+# What a fine-tuning run's head was trained for: {"model": class name, "task": task name}.
+TASK_NAME = "fine_tuned_task.json"
 
 
 def checkpoint_directory(init_checkpoint):
@@ -65,18 +68,6 @@ def check_config_beside(config, config_file, init_checkpoint):
         f"{config_file}")
 
 
-def kept_spm_model(init_checkpoint):
-  """The SentencePiece model keep_tokenizer copied beside --init_checkpoint, or None."""
-  return beside(init_checkpoint, SPM_NAME)
-
-
-def wordpiece_vocab_file(spm_model, vocab_file, init_checkpoint):
-  """The WordPiece vocabulary of a binary: --vocab_file, else (no SentencePiece model either)
-  the one keep_tokenizer copied beside --init_checkpoint; None for a SentencePiece model or
-  none to take it from."""
-  return vocab_file or (None if spm_model else beside(init_checkpoint, VOCAB_NAME))
-
-
 def keep_tokenizer(output_dir, tokenizer):
   """Copies a fine-tuning run's tokenizer into output_dir (SPM_NAME for its SentencePiece model,
   else VOCAB_NAME for its WordPiece vocabulary), atomically, unless the same file is there:
@@ -111,3 +102,46 @@ def keep_tokenizer(output_dir, tokenizer):
   with io.AtomicFile(target) as f:
     f.write(data)
   return target
+
+
+def keep_task(output_dir, task):
+  """Writes what a fine-tuning run's head is trained for (`task`: {"model": the model class,
+  "task": the task name or None}) into output_dir as TASK_NAME, atomically, unless it is there
+  already: a run evaluating, predicting or exporting from output_dir later is checked against
+  it (a head of another task has the same shapes and would answer without a word)."""
+  path = os.path.join(os.fspath(output_dir), TASK_NAME)
+  if io.exists(path) and kept_task(path) == task:
+    return path
+  io.write_text_atomically(path, json.dumps(task, indent=1, sort_keys=True) + "\n")
+  return path
+
+
+def kept_task(init_checkpoint):
+  """The task keep_task wrote beside `init_checkpoint` (a prefix, an output_dir, or the file
+  itself), or None (nothing kept: a pretraining run, or one from before it was kept).
+
+  Raises:
+    errors.CheckpointError: a file that is not keep_task's JSON, naming it.
+  """
+  path = (os.fspath(init_checkpoint) if os.fspath(init_checkpoint).endswith(TASK_NAME)
+          else beside(init_checkpoint, TASK_NAME))
+  if path is None or not io.exists(path):
+    return None
+  try:
+    values = json.loads(io.read_text(path))
+  except ValueError:
+    values = None
+  if not isinstance(values, dict) or "model" not in values:
+    raise errors.CheckpointError(
+        f"{path} is not a task record of a fine-tuning run (JSON with \"model\" and \"task\"): "
+        "it was edited or truncated. Remove it, or copy the run's output_dir again")
+  return {"model": values["model"], "task": values.get("task")}
+
+
+def describe_task(task):
+  """A task record (keep_task's, or {"architecture": ...}) as words for a message."""
+  if not task:
+    return "an unknown task"
+  if "architecture" in task:
+    return f"a {task['architecture']} head"
+  return f"{task['model']}" + (f" of task {task['task']}" if task.get("task") else "")

@@ -55,7 +55,7 @@ def preset_problem(path):
   which keras-hub's save_to_preset writes, or a config.json naming a keras_hub> class), cannot
   be read as one: config.json or model.weights.h5 missing, or config.json not valid JSON.
   None for an intact preset, and for anything that is no keras-hub preset at all. A Hugging
-  Face directory is not asked: its config.json is transformers' (formats.check_preset tells it
+  Face directory is not asked: its config.json is transformers' (opened.open_checkpoint tells it
   apart first)."""
   if not path or not io.isdir(os.fspath(path)):
     return None

@@ -11,10 +11,10 @@ import time
 
 import tensorflow as tf
 
-from albert_tf.core import io
-from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint
-from albert_tf.checkpoints import save_original_checkpoint, spm_model_file
-from albert_tf.checkpoints.companions import keep_tokenizer, wordpiece_vocab_file
+from albert_tf.core import errors, io
+from albert_tf.checkpoints import companions, hf_heads, layout
+from albert_tf.checkpoints import load_checkpoint, save_original_checkpoint
+from albert_tf.checkpoints.companions import keep_tokenizer
 from albert_tf.data import epochs
 from albert_tf.finetuning.evaluation import BestCheckpointTracker, Predictor
 from albert_tf.finetuning import feature_cache
@@ -26,17 +26,20 @@ from albert_tf.training.checkpointing import checkpoint_steps
 from albert_tf.training.job import Job, UsageError
 
 logger = logging.getLogger("albert_tf")
+# transformers classes without a task head: a checkpoint of one has no head to be another task's.
+_HEADLESS_ARCHITECTURES = ("AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM")
 
 
-def _with_checkpoint_spm_model(settings):
-  """settings with the tokenizer of --init_checkpoint when none is given: an HF directory (its
-  spiece.model), a keras-hub preset (its vocabulary.spm) or a fine-tuning output_dir (the
-  spiece.model or vocab.txt it kept: checkpoints.companions) ships the tokenizer it was trained
-  with. A tokenizer that contradicts a preset's is refused (UsageError)."""
+def _with_kept_tokenizer(settings, init):
+  """settings with the tokenizer of `init` (the opened --init_checkpoint) when none is given:
+  an HF directory (its spiece.model), a keras-hub preset (its vocabulary.spm) or a fine-tuning
+  output_dir (the spiece.model or vocab.txt it kept: checkpoints.companions) ships the tokenizer
+  it was trained with. One that contradicts it is refused (UsageError, from
+  OpenedCheckpoint.tokenizer)."""
   tokenizer = settings.tokenizer
-  spm = spm_model_file(tokenizer.spm_model_file, tokenizer.vocab_file,
-                       settings.model.init_checkpoint)
-  vocab = wordpiece_vocab_file(spm, tokenizer.vocab_file, settings.model.init_checkpoint)
+  if init is None:
+    return settings
+  spm, vocab = init.tokenizer(tokenizer.spm_model_file, tokenizer.vocab_file)
   if spm == tokenizer.spm_model_file and vocab == tokenizer.vocab_file:
     return settings
   logger.info(f"tokenizer: {spm or vocab} (from --init_checkpoint)")
@@ -56,8 +59,8 @@ class FineTuningJob(Job):
   """
 
   def __init__(self, settings):
-    settings = _with_checkpoint_spm_model(settings)
     super().__init__(settings)
+    self.settings = settings = _with_kept_tokenizer(self.settings, self.init)
     tokenizer = settings.tokenizer
     if not tokenizer.spm_model_file and not tokenizer.vocab_file:
       raise UsageError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
@@ -91,6 +94,71 @@ class FineTuningJob(Job):
     self.build(dataclasses.replace(
         train, num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
         iterations_per_loop=min(train.iterations_per_loop, train.save_checkpoints_steps)))
+    self._check_head()
+
+  # -- the task head ----------------------------------------------------------------------------
+  def task_record(self):
+    """What this run's head is trained for: {"model": its model class, "task": the task name
+    (None for a job of one task)}, kept in output_dir (companions.keep_task)."""
+    return {"model": type(self.model).__name__, "task": getattr(self, "task_name", None)}
+
+  def _check_head(self):
+    """Once the model is built and its weights restored: refuses output_dir trained for another
+    task, and a run that evaluates, predicts or exports (no --do_train) a head that
+    --init_checkpoint lacks or that was trained for another task; then keeps the run's task in
+    output_dir.
+
+    Raises:
+      errors.ResumeMismatchError: output_dir holds a model of another task.
+      errors.CheckpointError: the head --init_checkpoint gives an untrained run is random or
+        another task's.
+    """
+    s = self.settings
+    task = self.task_record()
+    kept = companions.kept_task(s.output_dir)
+    if kept is not None and kept != task and self._holds_trained_model():
+      raise errors.ResumeMismatchError(
+          f"--output_dir={s.output_dir} holds a model fine-tuned as "
+          f"{companions.describe_task(kept)} (kept in "
+          f"{os.path.join(s.output_dir, companions.TASK_NAME)}), not "
+          f"{companions.describe_task(task)}: use a new --output_dir")
+    if self.init_report is not None and not s.do_train:
+      self._check_init_head(task)
+    if self.chief:
+      companions.keep_task(s.output_dir, task)
+
+  def _check_init_head(self, task):
+    """The checks of _check_head on the --init_checkpoint an untrained run uses."""
+    init = self.init
+    what = "evaluates, predicts or exports" if not self.settings.export_dir else "exports"
+    missing = [n for n in self.init_report.missing if not layout.is_encoder_name(n)]
+    if missing and not self.settings.allow_random_heads:
+      listing = ", ".join(missing[:4]) + (f" (+{len(missing) - 4} more)" if len(missing) > 4
+                                          else "")
+      raise errors.CheckpointError(
+          f"--init_checkpoint={init.path} has no {task['model']} head (it lacks {listing}), and "
+          f"this run {what} without --do_train: its results would come from a randomly "
+          "initialised head. Fine-tune it (--do_train), point --init_checkpoint at a model "
+          "fine-tuned for this task, or give --allow_random_heads to run with a random head")
+    kept = init.task
+    if kept is None or missing:
+      return
+    if "architecture" in kept:
+      head = hf_heads.for_model(self.model)
+      ours = head.architecture if head is not None else None
+      other = ours is not None and kept["architecture"] != ours and (
+          kept["architecture"] not in _HEADLESS_ARCHITECTURES)
+    else:
+      other = kept["model"] != task["model"] or (
+          kept.get("task") is not None and task["task"] is not None
+          and kept["task"] != task["task"])
+    if other:
+      raise errors.CheckpointError(
+          f"--init_checkpoint={init.path} holds a head fine-tuned as "
+          f"{companions.describe_task(kept)}, and this run {what} "
+          f"{companions.describe_task(task)} without --do_train: its answers would be the other "
+          "task's. Point --init_checkpoint at a model fine-tuned for this task, or fine-tune "
+          "this one (--do_train)")
 
   def train_on(self, path, make_dataset, after_save=None):
     """Trains on feature file `path`; make_dataset(seed, input_context) gives its batches.
@@ -129,13 +197,15 @@ class FineTuningJob(Job):
 
   def cached_features(self, path, write, length, inputs, *, what="features", named_by=None,
                       regenerate=False):
-    """A feature file every worker can read: the chief runs write() unless the file at `path`
-    was written from the same inputs (its stamp: see feature_cache), the other workers wait until
-    it has; a cached file is checked to hold `length` ids per record. Returns path.
+    """A feature file every worker can read: the chief runs write(target) unless the file was
+    written from the same inputs (its stamp: see feature_cache), the other workers wait until it
+    has; a cached file is checked to hold `length` ids per record. Returns the file to read:
+    `path`, or in a directory runs share (--cached_dir) the file named after its stamp
+    (feature_cache.cache_path), so that no other run writes over it.
 
     Args:
-      path: the feature file.
-      write: writes it (atomically).
+      path: the feature file, as the task names it.
+      write: write(target) writes the features to file `target` (atomically).
       length: ids per record.
       inputs: what the features were made from, beside the tokenizer and max_seq_length: the
         data's SHA-256 (feature_cache.examples_sha256 or files_sha256), the labels, the task's
@@ -146,13 +216,15 @@ class FineTuningJob(Job):
     """
     stamp = feature_cache.make_stamp(self.settings.tokenizer,
                                      max_seq_length=self.settings.model.max_seq_length, **inputs)
-    cached, write = feature_cache.checked(path, stamp, write, named_by=named_by,
-                                          regenerate=regenerate)
-    strategies.run_on_chief(self.strategy, (lambda: None) if cached else write, path)
+    target = feature_cache.cache_path(path, stamp, output_dir=self.settings.output_dir,
+                                      named_by=named_by)
+    cached, write_stamped = feature_cache.checked(target, stamp, lambda: write(target),
+                                                  named_by=named_by, regenerate=regenerate)
+    strategies.run_on_chief(self.strategy, (lambda: None) if cached else write_stamped, target)
     if cached:
-      check_cached_features(path, length)
-      logger.info(f"using cached {what} {path}")
-    return path
+      check_cached_features(target, length)
+      logger.info(f"using cached {what} {target}")
+    return target
 
   def predictor(self, fn):
     """A Predictor of fn(features) -> per-example outputs; its run() gives file order."""
@@ -200,10 +272,8 @@ class FineTuningJob(Job):
           self.record(tracker, step, evaluate())
           self._stop_if_signalled(tracker)
       self._stop_if_signalled(tracker)
-    init_checkpoint = self.settings.model.init_checkpoint
     if not found and tracker.last_step < 0:
-      step = checkpoint_global_step(init_checkpoint) if init_checkpoint else 0
-      self.record(tracker, step, evaluate())
+      self.record(tracker, self.init.global_step if self.init else 0, evaluate())
 
   def _stop_if_signalled(self, tracker):
     """Raises Preempted when a worker got SIGTERM (every worker alike: all of them stop after
@@ -232,11 +302,22 @@ class FineTuningJob(Job):
     Args:
       purpose: what the weights are for, in the log line ("predicting", "exporting").
     """
+    tracker = self._tracker
+    if not io.exists(self.best_path + ".index") and tracker is not None and (
+        tracker.diverged_steps and tracker.best_step < 0):
+      steps = ", ".join(str(step) for step in tracker.diverged_steps)
+      raise errors.CheckpointError(
+          f"no model for {purpose}: every evaluation of {self.settings.output_dir} had a loss "
+          f"that is not finite (at step {steps}: the model diverged), so none became "
+          "model.ckpt-best. Train again with a lower --learning_rate (or more warmup) in a new "
+          "--output_dir")
     path = self.best_path if io.exists(self.best_path + ".index") else (
-        tf.train.latest_checkpoint(self.settings.output_dir)
-        or self.settings.model.init_checkpoint)
+        tf.train.latest_checkpoint(self.settings.output_dir))
     if path:
       load_checkpoint(self.model, path)
+    elif self.init is not None:
+      path = self.init.path
+      self.init.load_into(self.model)
     self.loaded_from = path
     logger.info(f"{purpose} with {path or 'the untrained model'}")
     return path

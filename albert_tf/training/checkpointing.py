@@ -17,6 +17,8 @@ import tensorflow as tf
 
 from albert_tf.core import errors, io
 from albert_tf.checkpoints import load_checkpoint
+from albert_tf.checkpoints.opened import OpenedCheckpoint, UnreadableCheckpointError
+from albert_tf.checkpoints.opened import open_checkpoint
 
 logger = logging.getLogger("albert_tf")
 
@@ -135,13 +137,12 @@ def resume_candidates(output_dir):
   return [by_name[name] for name in sorted(by_name, key=step, reverse=True)]
 
 
-def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_from_group0=False):
+def resume(checkpoint, model, output_dir):
   """Resumes from the newest readable checkpoint in output_dir (model, optimizer, step): the
   newest model.ckpt-<step> there, listed in the checkpoint state file or not (a missing state
   file is logged). One that cannot be read (a truncated data file, an unreadable index) falls
-  back to the one before it, with a log line naming both. Without a checkpoint in output_dir,
-  loads the model weights of init_checkpoint (released layout or ours); else keeps the fresh
-  weights. Returns the checkpoint path used, or None.
+  back to the one before it, with a log line naming both. Returns the checkpoint path resumed
+  from, or None when output_dir holds none.
 
   Raises:
     CheckpointError: checkpoints in output_dir, none of them readable; or one of another
@@ -154,7 +155,7 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_f
     try:
       _resume(checkpoint, model, path)
     # The reader raises IndexError for a truncated data file.
-    except (tf.errors.OpError, IndexError) as e:
+    except (tf.errors.OpError, IndexError, UnreadableCheckpointError) as e:
       unreadable.append(path)
       logger.info(f"cannot read checkpoint {path} ({_first_line(getattr(e, 'message', e))}): "
                   "falling back to the one before it")
@@ -170,11 +171,25 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_f
     raise errors.CheckpointError(
         f"no readable checkpoint in {output_dir}: {', '.join(unreadable)} cannot be read. Remove "
         "them (and the checkpoint file) to start afresh, or use another --output_dir")
-  if init_checkpoint:
-    report = load_checkpoint(model, init_checkpoint, init_from_group0)
-    logger.info(f"initialised from {init_checkpoint}: {report}")
-    return init_checkpoint
   return None
+
+
+def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_from_group0=False):
+  """Resumes from output_dir (resume), else loads the model weights of init_checkpoint (a path,
+  or a checkpoint already opened: checkpoints.open_checkpoint), else keeps the fresh weights.
+  Returns the checkpoint path used, or None.
+
+  Raises:
+    CheckpointError: as resume, or an init_checkpoint that cannot be read.
+  """
+  path = resume(checkpoint, model, output_dir)
+  if path is not None or not init_checkpoint:
+    return path
+  opened = (init_checkpoint if isinstance(init_checkpoint, OpenedCheckpoint)
+            else open_checkpoint(init_checkpoint))
+  report = opened.load_into(model, init_from_group0)
+  logger.info(f"initialised from {opened.path}: {report}")
+  return opened.path
 
 
 def _first_line(text):
@@ -182,8 +197,9 @@ def _first_line(text):
 
 
 def _resume(checkpoint, model, path):
-  """Restores the training state of `path`. Raises tf.errors.OpError or IndexError for an
-  unreadable checkpoint; ValueError for one of another config, task or optimizer."""
+  """Restores the training state of `path`. Raises UnreadableCheckpointError (or the reader's
+  tf.errors.OpError, IndexError) for an unreadable checkpoint; ResumeMismatchError for one of
+  another config, task or optimizer."""
   try:
     # Checks the model's variables against the checkpoint's first: restoring the whole
     # training state would leave variables of a changed config or task at random values.
@@ -191,6 +207,8 @@ def _resume(checkpoint, model, path):
     if report.missing:
       raise ValueError(f"it lacks {', '.join(report.missing)}")
     checkpoint.read(path).expect_partial()
+  except UnreadableCheckpointError:
+    raise
   except (KeyError, ValueError) as e:
     reason = e.args[0] if e.args else e
     raise errors.ResumeMismatchError(

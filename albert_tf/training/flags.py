@@ -59,9 +59,10 @@ def define_run_flags():
                        "(default: unseeded, as the original: a seed drawn at the first start, "
                        "kept in output_dir/data_seed.txt). Every record is read once per epoch "
                        "either way; a resumed run goes on where the interrupted one stopped, so "
-                       "it ends as if it had not stopped.")
+                       "it ends as if it had not stopped. 0 to 2**32 - 1.")
   flags.DEFINE_integer("random_seed", None,
-                       "Seed of the weight initialisation and dropout (default: unseeded).")
+                       "Seed of the weight initialisation and dropout (default: unseeded), 0 to "
+                       "2**32 - 1.")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
                        "Split each replica's batch into this many micro-batches and accumulate "
                        "their gradients: the same update, less memory.")
@@ -95,25 +96,28 @@ def define_export_model_flags():
 
 
 def export_tokenizer_files(spm_model_file, vocab_file, init_checkpoint):
-  """The tokenizer an exporter ships, from its define_export_model_flags values: the
-  SentencePiece model given, or that of an HF directory or keras-hub preset --init_checkpoint
-  (checkpoints.spm_model_file); the WordPiece vocabulary given, or the tokenizer a fine-tuning
-  output_dir kept (checkpoints.companions).
+  """The tokenizer an exporter ships, from its define_export_model_flags values: those given,
+  else the one --init_checkpoint keeps (an HF directory's or keras-hub preset's SentencePiece
+  model, the tokenizer a fine-tuning output_dir kept): OpenedCheckpoint.tokenizer, which refuses
+  one other than it keeps.
+
+  Args:
+    spm_model_file, vocab_file: the flags' values, or None.
+    init_checkpoint: --init_checkpoint (a path, or the checkpoint opened), or None.
 
   Returns:
     (spm_model_file, vocab_file), either possibly None but not both.
 
   Raises:
     app.UsageError: neither is given nor found beside --init_checkpoint.
+    errors.UsageError: a tokenizer other than the one --init_checkpoint keeps.
   """
   # The checkpoint readers import TensorFlow: not before the binary runs (see the module
   # docstring).
-  # pylint: disable=import-outside-toplevel
-  from albert_tf.checkpoints import spm_model_file as checkpoint_spm_model_file
-  from albert_tf.checkpoints.companions import wordpiece_vocab_file
-  # pylint: enable=import-outside-toplevel
-  spm_model = checkpoint_spm_model_file(spm_model_file, vocab_file, init_checkpoint)
-  vocab = wordpiece_vocab_file(spm_model, vocab_file, init_checkpoint)
+  from albert_tf.checkpoints import open_checkpoint  # pylint: disable=import-outside-toplevel
+  opened = open_checkpoint(init_checkpoint)
+  spm_model, vocab = (opened.tokenizer(spm_model_file, vocab_file) if opened is not None
+                      else (spm_model_file, vocab_file))
   if not spm_model and not vocab:
     raise app.UsageError("give --spm_model_file (or an --init_checkpoint that is a Hugging Face "
                          "directory with spiece.model, a keras-hub preset, or a fine-tuning "
@@ -164,6 +168,10 @@ def define_finetuning_flags(max_seq_length, learning_rate, train_batch_size=32,
   flags.DEFINE_bool("dynamic_length", True,
                     "Cut each batch to its longest real sequence (rounded up to a multiple of "
                     "8) and group batches by length. Results equal fixed padding.")
+  flags.DEFINE_bool("allow_random_heads", False,
+                    "Evaluate, predict or export without --do_train even when --init_checkpoint "
+                    "lacks the task's head (it is then freshly initialised). By default such a "
+                    "run is refused: its results would come from random weights.")
   define_run_flags()
   flags.FLAGS.set_default("save_checkpoints_steps", save_checkpoints_steps)
 

@@ -15,7 +15,8 @@ import os
 import tensorflow as tf
 
 from albert_tf.core import errors, io
-from albert_tf.checkpoints import companions, formats
+from albert_tf.checkpoints import companions, hf
+from albert_tf.checkpoints.opened import open_checkpoint
 from albert_tf.core.config import AlbertConfig
 from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
@@ -83,9 +84,13 @@ class Job:
   def __init__(self, settings):
     self.settings = settings
     model = settings.model
+    # Opened once: every question of the run about it (config, tokenizer, task, step, weights)
+    # is asked of this one object.
+    self.init = open_checkpoint(model.init_checkpoint)
+    self.init_report = None  # the LoadReport of init, once build() has loaded it
     try:
-      self.config, self.config_file = formats.model_config(model.albert_config_file,
-                                                           model.init_checkpoint)
+      self.config, self.config_file = (self.init.config(model.albert_config_file) if self.init
+                                       else hf.model_config(model.albert_config_file, None))
     except ValueError as e:
       if model.albert_config_file:
         raise
@@ -119,6 +124,11 @@ class Job:
   def objective(self):
     """The runner's Objective (see albert_tf.training.runner)."""
     raise NotImplementedError
+
+  def scheduled_train_steps(self):
+    """The step training ends at, when the settings alone give it (None where the data sets
+    it, as SQuAD's epochs do): a run resuming there trains no step (training.memory.trains)."""
+    return None
 
   def needs_trained_model(self):
     """True when the run only evaluates, predicts or exports: it then needs a checkpoint in
@@ -193,21 +203,36 @@ class Job:
     self.config.to_json_file(path)
 
   def _resolve_data_seed(self):
-    """--data_seed; unseeded, the seed the first start in this output_dir drew and wrote to
-    DATA_SEED_FILE (a fresh output_dir draws a fresh one, as the original's unseeded input), so
-    that a resumed run goes on with the same order, and the same masks."""
-    seed = self.settings.run.data_seed
-    if seed is not None:
-      return seed
-    path = os.path.join(self.settings.output_dir, DATA_SEED_FILE)
+    """The seed of the training input's order and masks, kept in DATA_SEED_FILE so that a
+    resumed run goes on with the same order, and the same masks: --data_seed, which the first
+    start writes there; unseeded, the seed kept there, else a fresh draw (as the original's
+    unseeded input) written there.
 
-    def draw():
-      if not io.exists(path):
-        io.write_text_atomically(path, f"{epochs.resolve_seed(None)}\n")
-    strategies.run_on_chief(self.strategy, draw, path)
-    seed = int(io.read_text(path))
-    logger.info(f"data seed {seed} (unseeded run; kept in {path} for resuming)")
-    return seed
+    Raises:
+      ResumeMismatchError: --data_seed differs from the seed output_dir was trained with.
+    """
+    seed = self.settings.run.data_seed
+    path = os.path.join(self.settings.output_dir, DATA_SEED_FILE)
+    trained = self._holds_trained_model()
+
+    def keep():
+      kept = int(io.read_text(path)) if io.exists(path) else None
+      if seed is None:
+        if kept is None:
+          io.write_text_atomically(path, f"{epochs.resolve_seed(None)}\n")
+      elif kept != seed:
+        if kept is not None and trained:
+          raise errors.ResumeMismatchError(
+              f"--data_seed={seed}: {self.settings.output_dir} was trained with data seed "
+              f"{kept} (kept in {path}); another seed would resume with another order of the "
+              f"data. Resume with --data_seed={kept} (or without the flag), or use a new "
+              "--output_dir")
+        io.write_text_atomically(path, f"{seed}\n")
+    strategies.run_on_chief(self.strategy, keep, path)
+    kept = int(io.read_text(path))
+    if seed is None:
+      logger.info(f"data seed {kept} (kept in {path} for resuming)")
+    return kept
 
   def build(self, train=None):
     """The model, optimizer, Runner and checkpoint manager; resumes from output_dir, else loads
@@ -224,9 +249,12 @@ class Job:
     model = self.settings.model
     # Before the manager: it lists the checkpoints in the state file, which the resume
     # reports missing.
-    self.restored_from = checkpointing.restore_or_initialize(
-        self.checkpoint, self.model, self.settings.output_dir, model.init_checkpoint,
-        model.init_from_group0)
+    self.restored_from = checkpointing.resume(self.checkpoint, self.model,
+                                              self.settings.output_dir)
+    if self.restored_from is None and self.init is not None:
+      self.init_report = self.init.load_into(self.model, model.init_from_group0)
+      logger.info(f"initialised from {self.init.path}: {self.init_report}")
+      self.restored_from = self.init.path
     if not self.chief and io.isdir(self.model_dir):
       io.rmtree(self.model_dir)  # a killed start's scratch saves, of the steps to come
     self.manager = checkpointing.checkpoint_manager(self.checkpoint, self.model_dir,

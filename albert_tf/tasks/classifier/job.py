@@ -50,6 +50,9 @@ class ClassifierJob(FineTuningJob):
     return glue.processor(self.task_name, use_spm=bool(s.tokenizer.spm_model_file),
                           do_lower_case=s.tokenizer.do_lower_case)
 
+  def scheduled_train_steps(self):
+    return self.settings.train.num_train_steps
+
   def make_model(self):
     return AlbertClassifier(self.config, len(self.label_list),
                             dropout_rate=self.settings.classifier_dropout)
@@ -69,9 +72,9 @@ class ClassifierJob(FineTuningJob):
     if padded_batch:  # fixed TPU batches: pad with examples that carry no weight
       examples = examples + [glue.PaddingInputExample() for _ in range(-real % padded_batch)]
 
-    def write():
-      self.convert(examples, path)
-      logger.info(f"wrote {len(examples)} {split} features ({real} real) to {path}")
+    def write(target):
+      self.convert(examples, target)
+      logger.info(f"wrote {len(examples)} {split} features ({real} real) to {target}")
     return self.cached_features(path, write, self.record_length(), self.cache_inputs(examples),
                                 named_by=self.feature_file_flag(split), regenerate=regenerate)
 

@@ -10,8 +10,8 @@ import tensorflow as tf
 
 from albert_tf.core import errors, io
 from albert_tf.checkpoints import labels as label_files
-from albert_tf.checkpoints import checkpoint_global_step, hf
-from albert_tf.checkpoints.original import checkpoint_reader, resolve_checkpoint_path
+from albert_tf.checkpoints import checkpoint_global_step
+from albert_tf.checkpoints.opened import HF
 from albert_tf.finetuning.inputs import EXAMPLE_INDEX, feature_dataset
 from albert_tf.training.checkpointing import checkpoint_steps
 from albert_tf.finetuning.job import FineTuningJob
@@ -42,20 +42,16 @@ def _pad_to(x, length, value):
 _HEAD_BIAS = ("output_bias", "classifier/output_bias/.ATTRIBUTES/VARIABLE_VALUE")
 
 
-def checkpoint_num_labels(checkpoint):
-  """The label count of the head `checkpoint` holds (its output_bias [L]; an HF tagger's
-  id2label), or None: no checkpoint, no head, or one the loader will report as unreadable."""
-  if not checkpoint:
+def checkpoint_num_labels(init):
+  """The label count of the head `init` (the opened --init_checkpoint) holds (its output_bias
+  [L]; an HF tagger's id2label), or None: no checkpoint, or no head."""
+  if init is None:
     return None
-  checkpoint = os.fspath(checkpoint)
-  if hf.is_hf_checkpoint(checkpoint):
-    names = label_files.hf_id2label(checkpoint if io.isdir(checkpoint) else
-                                    os.path.dirname(checkpoint))
+  if init.kind == HF:
+    names = label_files.hf_id2label(init.path if io.isdir(init.path) else
+                                    os.path.dirname(init.path))
     return len(names) if names else None
-  try:
-    shapes = checkpoint_reader(resolve_checkpoint_path(checkpoint)).get_variable_to_shape_map()
-  except (ValueError, OSError, tf.errors.OpError):
-    return None
+  shapes = init.variable_shapes
   return next((int(shapes[key][0]) for key in _HEAD_BIAS if key in shapes), None)
 
 
@@ -132,7 +128,7 @@ class NerJob(FineTuningJob):
           f"{self.label_names}: use another --output_dir, or drop --label_list")
     if s.label_list:
       labels.check_checkpoint_labels(self.label_names, s.model.init_checkpoint, s.do_train)
-    head = checkpoint_num_labels(s.model.init_checkpoint) if saved is None else None
+    head = checkpoint_num_labels(self.init) if saved is None else None
     if head is not None and head != len(self.label_names):
       raise errors.CheckpointError(
           f"--init_checkpoint={s.model.init_checkpoint} has a head of {head} labels but the run "
@@ -144,6 +140,9 @@ class NerJob(FineTuningJob):
       unknown = sorted(tags - set(self.label_names))
       if unknown:  # the model cannot predict them: their entities count as missed
         logger.info(f"{self.paths[split]} has tags outside the label list: {' '.join(unknown)}")
+
+  def scheduled_train_steps(self):
+    return self.settings.train.num_train_steps
 
   def make_model(self):
     return AlbertTokenClassifier(self.config, len(self.label_names),
@@ -166,11 +165,11 @@ class NerJob(FineTuningJob):
     s = self.settings
     path = self.cached_path(split)
 
-    def write():
+    def write(target):
       count = features.write_features(self.sentences[split], self.tokenizer, self.label_names,
-                                      s.model.max_seq_length, s.doc_stride, path)
+                                      s.model.max_seq_length, s.doc_stride, target)
       logger.info(f"wrote {count} {split} features ({len(self.sentences[split])} sentences) "
-                  f"to {path}")
+                  f"to {target}")
     inputs = features.cache_inputs(self.paths[split], self.label_names, s.doc_stride,
                                    s.char_level)
     return self.cached_features(path, write, s.model.max_seq_length, inputs,
