@@ -153,8 +153,9 @@ def test_a_checkpoint_that_cannot_be_read_is_one_line_naming_it(tmp_path):
   with pytest.raises(UnreadableCheckpointError, match=rf"cannot read checkpoint {data} "):
     open_checkpoint(data).load_into(AlbertModel(config))
   index = _truncated_copy(str(tmp_path / "index"), ".index")
+  opened = open_checkpoint(index)  # its files are read when first asked for
   with pytest.raises(UnreadableCheckpointError, match=rf"cannot read checkpoint {index} ") as e:
-    open_checkpoint(index)
+    opened.load_into(AlbertModel(config))
   assert cli.exit_code(e.value) == errors.FAILED_RUN_EXIT_CODE
   assert "\n" not in cli.message(e.value)
   # A job starting from the half-written checkpoint stops with it, before any result.

@@ -40,10 +40,12 @@ def open_checkpoint(path) -> Optional["OpenedCheckpoint"]:
       system. An OpenedCheckpoint is returned as it is: the path-taking functions
       (checkpoints.load_checkpoint, model_config, spm_model_file, ...) take one too.
 
+  A TF checkpoint's files are found and read when first asked for (its weights, step, layout),
+  then kept: a run's config and tokenizer are checked before anything is read (a missing config
+  is named first), and the files are read once.
+
   Raises:
     errors.CheckpointError: a keras-hub preset missing a file or with a corrupt config.json.
-    UnreadableCheckpointError: a checkpoint whose index cannot be read (naming the file).
-    FileNotFoundError: no checkpoint there.
   """
   if isinstance(path, OpenedCheckpoint):
     return path
@@ -51,23 +53,20 @@ def open_checkpoint(path) -> Optional["OpenedCheckpoint"]:
     return None
   path = os.fspath(path)
   if hf.is_hf_checkpoint(path):
-    return OpenedCheckpoint(path, HF, path)
+    return OpenedCheckpoint(path, HF)
   problem = keras_hub.preset_problem(path)
   if problem:
     raise errors.CheckpointError(problem)
   if keras_hub.is_keras_hub_preset(path):
-    return OpenedCheckpoint(path, KERAS_HUB, path)
-  prefix = original.resolve_checkpoint_path(path)
-  reader = _reader(prefix)
-  return OpenedCheckpoint(path, ORIGINAL if ours.is_original_layout(prefix) else OURS, prefix,
-                          reader)
+    return OpenedCheckpoint(path, KERAS_HUB)
+  return OpenedCheckpoint(path, None)
 
 
 class UnreadableCheckpointError(errors.CheckpointError):
   """A checkpoint whose index or data files cannot be read (truncated, corrupt)."""
 
 
-def _reader(prefix):
+def _open_reader(prefix):
   try:
     return original.checkpoint_reader(prefix)
   except _READ_ERRORS as e:
@@ -88,23 +87,51 @@ class OpenedCheckpoint:
 
   Attributes:
     path: the path as given (a directory, a prefix, a file).
-    kind: ORIGINAL, OURS, HF or KERAS_HUB.
-    location: the resolved prefix of a TF checkpoint (model.ckpt-best of an output_dir), else
-      `path`.
     directory: where the files kept beside it are (its config, tokenizer and task).
   """
 
-  def __init__(self, path, kind, location, reader=None):
-    self.path, self.kind, self.location = path, kind, location
-    self._reader = reader
-    self.directory = companions.checkpoint_directory(location if reader is not None else path)
+  def __init__(self, path, foreign_kind):
+    """foreign_kind: HF or KERAS_HUB, or None for a TF checkpoint (ORIGINAL or OURS, told by
+    its files when first asked)."""
+    self.path, self._kind = path, foreign_kind
+    self._location = self._reader_of = None
+    self.directory = companions.checkpoint_directory(path)
 
   def __repr__(self):
-    return f"OpenedCheckpoint({self.path!r}, kind={self.kind!r})"
+    return f"OpenedCheckpoint({self.path!r})"
 
   @property
   def is_tf_checkpoint(self):
-    return self.kind in (ORIGINAL, OURS)
+    return self._kind not in (HF, KERAS_HUB)
+
+  @property
+  def location(self):
+    """The resolved prefix of a TF checkpoint (an output_dir's model.ckpt-best, else its
+    latest), else `path`.
+
+    Raises:
+      FileNotFoundError: no checkpoint there.
+    """
+    if not self.is_tf_checkpoint:
+      return self.path
+    if self._location is None:
+      self._location = original.resolve_checkpoint_path(self.path)
+    return self._location
+
+  @property
+  def _reader(self):
+    """The TF checkpoint's reader, opened once (UnreadableCheckpointError naming its files)."""
+    if self._reader_of is None:
+      self._reader_of = _open_reader(self.location)
+    return self._reader_of
+
+  @property
+  def kind(self):
+    """ORIGINAL, OURS, HF or KERAS_HUB."""
+    if self._kind is None:
+      names = self._reader.get_variable_to_shape_map()
+      self._kind = ORIGINAL if ours.is_original_layout_names(names) else OURS
+    return self._kind
 
   def _kept(self, name):
     """`<directory>/<name>` when a fine-tuning run kept that file there, else None."""
@@ -170,7 +197,7 @@ class OpenedCheckpoint:
         and both values).
       errors.UsageError: no config given and none kept.
     """
-    if self.kind != KERAS_HUB:
+    if self._kind != KERAS_HUB:
       return hf.model_config(albert_config_file, self.path)
     config = keras_hub.albert_config(self.path)
     preset_file = os.path.join(self.path, keras_hub.CONFIG_NAME)
@@ -193,9 +220,9 @@ class OpenedCheckpoint:
     """(SentencePiece model, WordPiece vocabulary) it keeps, either or both None: a keras-hub
     preset's vocabulary.spm, an HF directory's spiece.model, or what a fine-tuning run kept
     beside its checkpoints (companions.keep_tokenizer)."""
-    if self.kind == KERAS_HUB:
+    if self._kind == KERAS_HUB:
       return keras_hub.preset_spm_model(self.path), None
-    if self.kind == HF:
+    if self._kind == HF:
       return hf.companion_file(self.path, hf.SPM_NAME), None
     return self._kept(companions.SPM_NAME), self._kept(companions.VOCAB_NAME)
 
@@ -241,8 +268,8 @@ class OpenedCheckpoint:
     model class, "task": the task name} kept by a fine-tuning run (companions.keep_task), or
     {"architecture": the transformers class} of an HF directory or keras-hub task preset."""
     if self.is_tf_checkpoint:
-      return companions.kept_task(self.location)
-    if self.kind == KERAS_HUB:
+      return companions.kept_task(self.path)
+    if self._kind == KERAS_HUB:
       architecture = keras_hub.hf_architecture(self.path)
     else:
       architecture = _hf_architecture(self.path)

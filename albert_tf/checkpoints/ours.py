@@ -20,7 +20,11 @@ _LAYERS_PATH = "encoder/transformer/"
 def is_original_layout(prefix):
   """True for a TF1 name-based checkpoint (bert/..., cls/...), False for ours."""
   reader = original.checkpoint_reader(original.resolve_checkpoint_path(prefix))
-  names = list(reader.get_variable_to_shape_map())
+  return is_original_layout_names(reader.get_variable_to_shape_map())
+
+
+def is_original_layout_names(names):
+  """is_original_layout of a checkpoint holding tensors `names`."""
   if _OBJECT_GRAPH in names:
     return False
   return any(n.startswith("bert/") for n in names)

@@ -5,15 +5,6 @@ counts. Plain Python."""
 from albert_tf.core import errors
 
 
-def check_sizes(**sizes):
-  """Raises errors.UsageError naming the first of `sizes` ({flag name: value}) below 1: a window
-  step, a length, a count or a batch size of 0 cannot work (a doc_stride of 0 would never leave
-  the first window)."""
-  for name, value in sizes.items():
-    if value is not None and value < 1:
-      raise errors.UsageError(f"--{name}={value}: must be at least 1")
-
-
 def doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
   """(start, length) windows over the paragraph tokens, advancing by doc_stride.
 
