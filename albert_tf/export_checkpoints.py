@@ -62,7 +62,7 @@ flags.DEFINE_enum("head", "auto", ["auto", "none", "pretraining", "classifier", 
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
-  from albert_tf.checkpoints import model_config, spm_model_file  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import open_checkpoint  # pylint: disable=import-outside-toplevel
   from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
   from albert_tf.export.released import export_released_layout  # pylint: disable=import-outside-toplevel
   from albert_tf.training import memory  # pylint: disable=import-outside-toplevel
@@ -74,13 +74,15 @@ def main(argv):
       raise app.UsageError("give --albert_directory, or --init_checkpoint (and "
                            "--albert_config_file unless the checkpoint has its config)")
     config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
+  # Opened once: the config, the tokenizer and the weights below are asked of it.
+  checkpoint = open_checkpoint(checkpoint)
   # The config file, checked against the checkpoint's own config (an HF directory's config.json,
   # a keras-hub preset's); without it, the checkpoint's.
-  config, config_from = model_config(config_file, checkpoint)
+  config, config_from = checkpoint.config(config_file)
   # Before the weights load: a model that cannot fit is refused, not killed by the OOM killer.
   memory.check_model_build(config, "converting the checkpoint", seq_length=1, batch_size=0,
                            config_file=config_from)
-  spm_model = spm_model_file(FLAGS.spm_model_file, None, checkpoint)
+  spm_model = checkpoint.tokenizer(FLAGS.spm_model_file, None)[0]
   if FLAGS.format == "hf":
     path = export_hf_layout(config, checkpoint,
                             FLAGS.export_path, spm_model, FLAGS.do_lower_case,

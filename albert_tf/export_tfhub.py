@@ -19,6 +19,8 @@ atomically; see albert_tf.export.tfhub and albert_tf.export.tfhub_preprocessing 
 interfaces.
 """
 
+import functools
+
 from absl import app, flags
 
 from albert_tf.core import cli, errors
@@ -47,13 +49,21 @@ flags.DEFINE_alias("model_checkpoint_path", "init_checkpoint")
 flags.DEFINE_alias("bert_config_file", "albert_config_file")
 
 
+@functools.cache
+def opened_checkpoint():
+  """--init_checkpoint, opened once (checkpoints.open_checkpoint), or None: the tokenizer, the
+  config and the weights below are asked of it."""
+  from albert_tf.checkpoints import open_checkpoint  # pylint: disable=import-outside-toplevel
+  return open_checkpoint(FLAGS.init_checkpoint)
+
+
 def tokenizer_files():
   """(spm_model_file, vocab_file) from the flags, with the SentencePiece model of an HF
   directory or keras-hub preset --init_checkpoint by default (checkpoints.spm_model_file), or the
   tokenizer a fine-tuning output_dir kept (checkpoints.companions). Raises UsageError when
   neither is known."""
   spm_model, vocab_file = common_flags.export_tokenizer_files(
-      FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.init_checkpoint)
+      FLAGS.spm_model_file, FLAGS.vocab_file, opened_checkpoint())
   return spm_model, (None if spm_model else vocab_file)
 
 
@@ -74,7 +84,7 @@ def encoder_max_positions():
   from albert_tf.checkpoints import model_config  # pylint: disable=import-outside-toplevel
   if FLAGS.albert_config_file or FLAGS.init_checkpoint:
     try:
-      config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+      config, config_file = model_config(FLAGS.albert_config_file, opened_checkpoint())
       return config.max_position_embeddings, config_file
     except errors.UsageError:
       pass  # an --init_checkpoint without a config (the original layout): as if none were given
@@ -104,14 +114,14 @@ def export_encoder(spm_model_file, vocab_file):
   from albert_tf.models import AlbertModel, AlbertPretrainer
   from albert_tf.training import memory
   # pylint: enable=import-outside-toplevel
-  config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+  config, config_file = model_config(FLAGS.albert_config_file, opened_checkpoint())
   # Before the model is built: one that cannot fit is refused, not killed by the OOM killer.
   memory.check_model_build(config, "exporting the TF Hub encoder",
                            seq_length=config.max_position_embeddings, batch_size=0,
                            config_file=config_file)
   with_mlm = FLAGS.export_type == "model_with_mlm"
   model = AlbertPretrainer(config) if with_mlm else AlbertModel(config)
-  report = load_checkpoint(model, FLAGS.init_checkpoint)
+  report = load_checkpoint(model, opened_checkpoint())
   print(f"loaded {FLAGS.init_checkpoint}: {report}")
   if with_mlm:
     check_mlm_head(report, FLAGS.init_checkpoint)

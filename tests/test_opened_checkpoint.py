@@ -63,6 +63,9 @@ def test_open_answers_format_step_config_and_kept_files(mrpc_run):
   assert opened.config()[1] == os.path.join(mrpc_run, "albert_config.json")
   assert open_checkpoint(os.path.join(mrpc_run, "model.ckpt-2")).kind == OURS
   assert open_checkpoint(None) is None
+  # It stands for its path, and the path-taking functions ask it rather than open it again.
+  assert os.fspath(opened) == str(opened) == mrpc_run and open_checkpoint(opened) is opened
+  assert spm_model_file(None, None, opened) == os.path.join(mrpc_run, "spiece.model")
 
 
 def test_evaluating_a_head_the_checkpoint_lacks_is_refused(tmp_path):

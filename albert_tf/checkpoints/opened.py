@@ -100,6 +100,14 @@ class OpenedCheckpoint:
   def __repr__(self):
     return f"OpenedCheckpoint({self.path!r})"
 
+  # It stands for its path wherever one is taken (os.fspath, messages): code handed an opened
+  # checkpoint passes it on, and what it calls asks this object instead of opening it again.
+  def __fspath__(self):
+    return self.path
+
+  def __str__(self):
+    return self.path
+
   @property
   def is_tf_checkpoint(self):
     return self._kind not in (HF, KERAS_HUB)

@@ -50,7 +50,7 @@ def model_from_flags():
       --max_seq_length that cannot work.
     errors.CheckpointError: as export.portable.load_exportable_model.
   """
-  from albert_tf.checkpoints import model_config  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import model_config, open_checkpoint  # pylint: disable=import-outside-toplevel
   from albert_tf.export.portable import check_max_seq_length, load_exportable_model  # pylint: disable=import-outside-toplevel
   from albert_tf.training import memory  # pylint: disable=import-outside-toplevel
   if FLAGS.random_weights and FLAGS.init_checkpoint:
@@ -63,8 +63,9 @@ def model_from_flags():
   if FLAGS.random_weights and FLAGS.head != "auto":
     raise errors.UsageError(f"--head={FLAGS.head} with --random_weights: random weights export "
                             "the encoder alone; drop --head")
+  checkpoint = open_checkpoint(FLAGS.init_checkpoint)  # the config and weights are asked of it
   try:
-    config, config_file = model_config(FLAGS.albert_config_file, FLAGS.init_checkpoint)
+    config, config_file = model_config(FLAGS.albert_config_file, checkpoint)
     check_max_seq_length(config, FLAGS.max_seq_length)
   except (ValueError, FileNotFoundError) as e:
     if isinstance(e, errors.AlbertError):
@@ -73,7 +74,7 @@ def model_from_flags():
   # Before the model is built: one that cannot fit is refused, not killed by the OOM killer.
   memory.check_model_build(config, "exporting the portable model",
                            seq_length=FLAGS.max_seq_length, config_file=config_file)
-  return load_exportable_model(config, FLAGS.init_checkpoint or None, FLAGS.head)
+  return load_exportable_model(config, checkpoint, FLAGS.head)
 
 
 def report(output_file, size, model):
