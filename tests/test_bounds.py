@@ -71,7 +71,7 @@ def test_cli_and_the_settings_read_one_table_that_loads_no_tensorflow():
     (lambda: ClassifierSettings(output_dir="o", model=MODEL, task_name="mrpc", data_dir="d",
                                 do_train=True, train=settings.TrainSettings(num_train_steps=0)),
      "num_train_steps=0 with do_train"),
-    # Its own __post_init__ does not call its base's: the bounds are checked all the same.
+    # It adds rules of its own (check()): the bounds are checked all the same.
     (lambda: OwnDataSettings(output_dir="o", model=MODEL, test_file="t.csv", do_predict=True,
                              predict_batch_size=0), "predict_batch_size=0: must be at least 1"),
     (lambda: OwnDataSettings(output_dir="o", model=MODEL, test_file="t.csv", do_predict=True,

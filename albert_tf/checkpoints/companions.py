@@ -110,22 +110,21 @@ def keep_task(output_dir, task):
   already: a run evaluating, predicting or exporting from output_dir later is checked against
   it (a head of another task has the same shapes and would answer without a word)."""
   path = os.path.join(os.fspath(output_dir), TASK_NAME)
-  if io.exists(path) and kept_task(path) == task:
+  if io.exists(path) and kept_task(output_dir) == task:
     return path
   io.write_text_atomically(path, json.dumps(task, indent=1, sort_keys=True) + "\n")
   return path
 
 
 def kept_task(init_checkpoint):
-  """The task keep_task wrote beside `init_checkpoint` (a prefix, an output_dir, or the file
-  itself), or None (nothing kept: a pretraining run, or one from before it was kept).
+  """The task keep_task wrote beside `init_checkpoint` (a prefix or an output_dir), or None
+  (nothing kept: a pretraining run, or one from before it was kept).
 
   Raises:
     errors.CheckpointError: a file that is not keep_task's JSON, naming it.
   """
-  path = (os.fspath(init_checkpoint) if os.fspath(init_checkpoint).endswith(TASK_NAME)
-          else beside(init_checkpoint, TASK_NAME))
-  if path is None or not io.exists(path):
+  path = beside(init_checkpoint, TASK_NAME)
+  if path is None:
     return None
   try:
     values = json.loads(io.read_text(path))

@@ -186,8 +186,10 @@ class OpenedCheckpoint:
     try:
       if self.kind == ORIGINAL:
         return original.load_original_checkpoint(model, self.location,
-                                                 init_from_group0=init_from_group0)
-      return ours.load_ours_checkpoint(model, self.location, init_from_group0)
+                                                 init_from_group0=init_from_group0,
+                                                 reader=self._reader)
+      return ours.load_ours_checkpoint(model, self.location, init_from_group0,
+                                       reader=self._reader)
     except _READ_ERRORS as e:
       raise unreadable(self.location, e) from None
 

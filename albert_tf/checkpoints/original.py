@@ -108,7 +108,7 @@ def _group0_name(name):
 
 
 def load_original_checkpoint(model: keras.Model, path: str, init_from_group0: bool = False,
-                             strict_encoder: bool = True) -> LoadReport:
+                             strict_encoder: bool = True, reader=None) -> LoadReport:
   """Loads a released/original TF1 checkpoint into an AlbertModel or AlbertPretrainer.
 
   Args:
@@ -117,6 +117,7 @@ def load_original_checkpoint(model: keras.Model, path: str, init_from_group0: bo
     init_from_group0: as the original's flag, a group_k variable absent from the checkpoint is
       initialised from group_0's.
     strict_encoder: raise when an encoder (`bert/...`) variable is absent from the checkpoint.
+    reader: the checkpoint's reader when the caller has it open (`path` is then its prefix).
   Returns:
     a LoadReport. Optimizer slots and global_step are skipped.
   Raises:
@@ -124,7 +125,7 @@ def load_original_checkpoint(model: keras.Model, path: str, init_from_group0: bo
     absent encoder variables.
   """
   prefix = resolve_checkpoint_path(path)
-  reader = checkpoint_reader(prefix)
+  reader = reader or checkpoint_reader(prefix)
   shapes = reader.get_variable_to_shape_map()
   targets = layout.original_variable_map(model)
   sources = {name: name for name in targets if name in shapes}

@@ -30,7 +30,7 @@ def is_original_layout_names(names):
   return any(n.startswith("bert/") for n in names)
 
 
-def load_ours_checkpoint(model, prefix, init_from_group0=False):
+def load_ours_checkpoint(model, prefix, init_from_group0=False, reader=None):
   """Loads one of our checkpoints (a resolved prefix) into `model`: finds each model variable's
   key through the checkpoint's object graph, then loads as the original layout does.
   tf.train.Checkpoint's own restore would leave variables the checkpoint lacks at their random
@@ -40,6 +40,7 @@ def load_ours_checkpoint(model, prefix, init_from_group0=False):
     model: any albert_tf model (see layout.model_parts).
     prefix: the checkpoint prefix (original.resolve_checkpoint_path's).
     init_from_group0: initialise layer groups the checkpoint lacks from its group 0.
+    reader: the checkpoint's reader when the caller has it open.
 
   Returns:
     A LoadReport; unused weights go by their object paths.
@@ -48,7 +49,7 @@ def load_ours_checkpoint(model, prefix, init_from_group0=False):
     ValueError: a variable of another shape; KeyError: no encoder, or encoder variables the
       checkpoint lacks, or transformer layers the model has no place for.
   """
-  reader = original.checkpoint_reader(prefix)
+  reader = reader or original.checkpoint_reader(prefix)
   graph = _object_graph(reader, prefix)
   held = {child.local_name for child in graph.nodes[0].children}
   if "encoder" not in held:

@@ -21,7 +21,6 @@ without loading TensorFlow.
 """
 
 import dataclasses
-import functools
 from typing import Optional
 
 from absl import flags
@@ -41,11 +40,8 @@ SERVING_POLICIES = {"float32": "float32", "bfloat16": "bfloat16"}
 
 class CheckedSettings:
   """Base of the settings dataclasses: each checks its fields against bounds.FLAG_BOUNDS when
-  made (dataclasses.replace included), then its own rules (check()).
-
-  A subclass that defines its own __post_init__ has the check run before it (__init_subclass__
-  wraps it), whether or not it calls super().__post_init__(): a settings class added later
-  cannot skip the bounds.
+  made (dataclasses.replace included), then its own rules: a subclass adds them by overriding
+  check(), calling super().check() first, not __post_init__.
 
   Raises:
     errors.UsageError: a field out of its bounds (`train_batch_size=0: must be at least 1`), or
@@ -53,29 +49,12 @@ class CheckedSettings:
   """
 
   def __post_init__(self):
-    # A class with its own __post_init__ checks in the wrapper __init_subclass__ gave it.
-    if type(self).__post_init__ is CheckedSettings.__post_init__:
-      self.check()
+    self.check()
 
   def check(self):
     """Raises errors.UsageError for a field out of its FLAG_BOUNDS row; a subclass adds its own
     rules (calling super().check())."""
     bounds.check_fields(self)
-
-  def __init_subclass__(cls, **kwargs):
-    super().__init_subclass__(**kwargs)
-    own = cls.__dict__.get("__post_init__")
-    if own is None or getattr(own, "_checks_first", False):
-      return
-
-    @functools.wraps(own)
-    def post_init(self, *init_vars):
-      # Only the made class's own runs the check, not a base's it calls through super().
-      if type(self).__post_init__ is post_init:
-        self.check()
-      own(self, *init_vars)
-    post_init._checks_first = True  # pylint: disable=protected-access
-    cls.__post_init__ = post_init
 
 
 @dataclasses.dataclass(kw_only=True)

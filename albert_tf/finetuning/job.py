@@ -130,16 +130,16 @@ class FineTuningJob(Job):
   def _check_init_head(self, task):
     """The checks of _check_head on the --init_checkpoint an untrained run uses."""
     init = self.init
-    what = "evaluates, predicts or exports" if not self.settings.export_dir else "exports"
     missing = [n for n in self.init_report.missing if not layout.is_encoder_name(n)]
     if missing and not self.settings.allow_random_heads:
       listing = ", ".join(missing[:4]) + (f" (+{len(missing) - 4} more)" if len(missing) > 4
                                           else "")
       raise errors.CheckpointError(
           f"--init_checkpoint={init.path} has no {task['model']} head (it lacks {listing}), and "
-          f"this run {what} without --do_train: its results would come from a randomly "
-          "initialised head. Fine-tune it (--do_train), point --init_checkpoint at a model "
-          "fine-tuned for this task, or give --allow_random_heads to run with a random head")
+          "this run evaluates, predicts or exports without --do_train: its results would come "
+          "from a randomly initialised head. Fine-tune it (--do_train), point --init_checkpoint "
+          "at a model fine-tuned for this task, or give --allow_random_heads to run with a "
+          "random head")
     kept = init.task
     if kept is None or missing:
       return
@@ -155,7 +155,7 @@ class FineTuningJob(Job):
     if other:
       raise errors.CheckpointError(
           f"--init_checkpoint={init.path} holds a head fine-tuned as "
-          f"{companions.describe_task(kept)}, and this run {what} "
+          f"{companions.describe_task(kept)}, and this run evaluates, predicts or exports "
           f"{companions.describe_task(task)} without --do_train: its answers would be the other "
           "task's. Point --init_checkpoint at a model fine-tuned for this task, or fine-tune "
           "this one (--do_train)")

@@ -17,8 +17,7 @@ import tensorflow as tf
 
 from albert_tf.core import errors, io
 from albert_tf.checkpoints import load_checkpoint
-from albert_tf.checkpoints.opened import OpenedCheckpoint, UnreadableCheckpointError
-from albert_tf.checkpoints.opened import open_checkpoint
+from albert_tf.checkpoints.opened import UnreadableCheckpointError, open_checkpoint
 
 logger = logging.getLogger("albert_tf")
 
@@ -185,11 +184,18 @@ def restore_or_initialize(checkpoint, model, output_dir, init_checkpoint, init_f
   path = resume(checkpoint, model, output_dir)
   if path is not None or not init_checkpoint:
     return path
-  opened = (init_checkpoint if isinstance(init_checkpoint, OpenedCheckpoint)
-            else open_checkpoint(init_checkpoint))
+  initialize(model, init_checkpoint, init_from_group0)
+  return os.fspath(init_checkpoint)
+
+
+def initialize(model, init_checkpoint, init_from_group0=False):
+  """Loads the model weights of init_checkpoint (a path, or a checkpoint already opened:
+  checkpoints.open_checkpoint) into `model`, logs what was loaded and missing, and returns the
+  LoadReport."""
+  opened = open_checkpoint(init_checkpoint)
   report = opened.load_into(model, init_from_group0)
   logger.info(f"initialised from {opened.path}: {report}")
-  return opened.path
+  return report
 
 
 def _first_line(text):

@@ -15,7 +15,7 @@ import os
 import tensorflow as tf
 
 from albert_tf.core import errors, io
-from albert_tf.checkpoints import companions, hf
+from albert_tf.checkpoints import companions, formats
 from albert_tf.checkpoints.opened import open_checkpoint
 from albert_tf.core.config import AlbertConfig
 from albert_tf.data import epochs
@@ -89,8 +89,7 @@ class Job:
     self.init = open_checkpoint(model.init_checkpoint)
     self.init_report = None  # the LoadReport of init, once build() has loaded it
     try:
-      self.config, self.config_file = (self.init.config(model.albert_config_file) if self.init
-                                       else hf.model_config(model.albert_config_file, None))
+      self.config, self.config_file = formats.model_config(model.albert_config_file, self.init)
     except ValueError as e:
       if model.albert_config_file:
         raise
@@ -252,8 +251,7 @@ class Job:
     self.restored_from = checkpointing.resume(self.checkpoint, self.model,
                                               self.settings.output_dir)
     if self.restored_from is None and self.init is not None:
-      self.init_report = self.init.load_into(self.model, model.init_from_group0)
-      logger.info(f"initialised from {self.init.path}: {self.init_report}")
+      self.init_report = checkpointing.initialize(self.model, self.init, model.init_from_group0)
       self.restored_from = self.init.path
     if not self.chief and io.isdir(self.model_dir):
       io.rmtree(self.model_dir)  # a killed start's scratch saves, of the steps to come

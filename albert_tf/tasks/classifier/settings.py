@@ -81,7 +81,8 @@ class OwnDataSettings(ClassifierSettings):
   label_list: Optional[str] = None
   threshold: float = 0.5
 
-  def __post_init__(self):
+  def check(self):
+    super().check()
     if self.label_type not in LABEL_TYPES:
       raise errors.UsageError(f"--label_type={self.label_type}: one of {', '.join(LABEL_TYPES)}")
     if not threshold_in_range(self.threshold):
