@@ -64,8 +64,7 @@ def test_site_builds_strictly_with_pages_and_api_reference(tmp_path):
   site = tmp_path / "site"
   result = subprocess.run(
       [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-      cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr[-4000:]
   for page in ("index.html", "pretraining/index.html", "fine-tuning/index.html",
                "exports/index.html", "portable/index.html", "variants/index.html",

@@ -62,7 +62,7 @@ class _HookedLoader(importlib.abc.Loader):
         self._loader.exec_module(module)
       finally:
         # The package's own loader, under however many hooks wrap it (two for tensorflow: the
-        # binaries' quiet start-up and albert_tf's cuInit filter).
+        # binaries' quiet start-up and albert_tf's own, startup.quiet_tensorflow_import).
         loader = self._loader
         while isinstance(loader, _HookedLoader):
           loader = loader._loader  # pylint: disable=protected-access

@@ -1,4 +1,5 @@
-"""Quiet TensorFlow start-up for the binaries: no C++ notices that read like errors.
+"""Quiet TensorFlow start-up, for the binaries and the library: no C++ notices that read like
+errors.
 
 On a CPU machine `import tensorflow` (TF 2.21) prints, before any of our output:
 
@@ -29,8 +30,17 @@ with no NVIDIA driver, lists its devices), stderr goes through a small filter pr
 INFO lines, the absl line and (no driver) the cuInit error, and passes every other line on as it
 comes. Real warnings and errors, C++ or Python, during the import or after, are kept.
 
+The library (`import albert_tf`, quiet_tensorflow_import()) hides the same start-up lines where a
+user's script imports TensorFlow, but changes nothing that outlives the import: it sets no
+variable (a library's import should not change how TensorFlow logs in the user's process, nor in
+the processes it starts), so TensorFlow logs at the user's level afterwards, and its filter drops
+cpu_feature_guard's message too. A user's TF_CPP_MIN_LOG_LEVEL=0 shows everything. What the
+binaries hide while they run (runtime_noise_pattern, and quiet_tensorflow_log_notices's Python
+records) stays visible in a user's process: hiding it would take stderr for the whole process.
+
 TensorFlow is not imported here: create_pretraining_data runs without it and imports it only for
-remote paths. The binaries call this first thing in main(); importing albert_tf does not.
+remote paths. The binaries call quiet_tensorflow_startup() first thing in main(); importing
+albert_tf installs quiet_tensorflow_import().
 """
 
 import contextlib
@@ -90,6 +100,30 @@ def noise_pattern(no_driver):
   if _min_log_level() < 1:
     return None  # the user asked for TensorFlow's INFO lines: show everything
   return b"|".join([_INFO_LINE.pattern, _ABSL_PRE_INIT_LINE.pattern] +
+                   ([_CUINIT_ERROR_LINE.pattern] if no_driver else []))
+
+
+# The second line of cpu_feature_guard's INFO message, which has no prefix of its own: the
+# binaries' TF_CPP_MIN_LOG_LEVEL=1 keeps TensorFlow from logging the message, the library's filter
+# drops this line with the first.
+_CPU_FEATURE_CONTINUATION_LINE = re.compile(
+    rb"^To enable the following instructions: [\w ,.-]+ in other operations, rebuild TensorFlow "
+    rb"with the appropriate compiler flags\.$")
+
+
+def library_noise_pattern(no_driver):
+  """The lines `import albert_tf` hides while TensorFlow is imported (a bytes regex), or None
+  where the user set TF_CPP_MIN_LOG_LEVEL=0 (show everything).
+
+  What noise_pattern hides, at the level TensorFlow leaves unset: the INFO lines (only notices are
+  logged at that severity during the import), absl's pre-initialisation line and, with no NVIDIA
+  driver, the cuInit error; and cpu_feature_guard's second line, which TensorFlow logs without
+  a prefix because no level is set to keep it from being logged at all.
+  """
+  if os.environ.get(_LEVEL_VARIABLE) == "0":
+    return None
+  return b"|".join([_INFO_LINE.pattern, _ABSL_PRE_INIT_LINE.pattern,
+                    _CPU_FEATURE_CONTINUATION_LINE.pattern] +
                    ([_CUINIT_ERROR_LINE.pattern] if no_driver else []))
 
 
@@ -194,21 +228,21 @@ def quiet_tensorflow_log_notices():
       logger.addFilter(_DropTensorFlowNotices())
 
 
-class _NoCuInitErrorWithoutDriver(_QuietTensorFlowImport):
-  """Imports `tensorflow` hiding only the cuInit error of a machine without an NVIDIA driver."""
+class _QuietLibraryImport(_QuietTensorFlowImport):
+  """Imports `tensorflow` for the library: its start-up notices hidden, nothing else changed."""
 
   def pattern(self, no_driver):
-    if not no_driver or os.environ.get(_LEVEL_VARIABLE) == "0":
-      return None  # a real error where a driver is loaded; level 0: the user asked for it all
-    return _CUINIT_ERROR_LINE.pattern
+    return library_noise_pattern(no_driver)
 
 
-def hide_cuinit_error_without_driver():
-  """For the library (`import albert_tf`): the `E0000 ... failed call to cuInit` line that a GPU
-  build of TensorFlow prints on a machine without an NVIDIA driver is an error only in form;
-  nothing else is hidden and no variable is set. Does nothing once TensorFlow is imported."""
+def quiet_tensorflow_import():
+  """For the library (`import albert_tf`): while TensorFlow is imported, whoever imports it and
+  whenever, its start-up notices (library_noise_pattern) are kept out of stderr. No variable is
+  set, TensorFlow's log level is the user's, and stderr is restored once the import is done: a
+  warning or error TensorFlow logs during the import, or anything after it, still shows. Does
+  nothing once TensorFlow is imported (the notices are out by then)."""
   if "tensorflow" not in sys.modules:
-    _NoCuInitErrorWithoutDriver().install()
+    _QuietLibraryImport().install()
 
 
 def quiet_tensorflow_startup():

@@ -1,11 +1,11 @@
 """Whether a step is compiled with XLA: --jit_compile, unless XLA is the slower path on the
-device the step runs on.
+device the step runs on; and a step's first trace, announced.
 
 XLA's CPU backend compiles matmuls to its own kernels and does not reach oneDNN's bfloat16 ones
 (AMX, AVX512-BF16), so under mixed_bfloat16 on a host without GPU or TPU the XLA step is about
 twice as slow as TensorFlow's own graph, which runs oneDNN (ALBERT-base, batch 8, seq 128, on a
 Xeon with AMX: train step 2.11 s with XLA against 1.07 s without, forward 0.67 s against 0.345
-s; issue 32). There the step is compiled without XLA, and a warning says so. Where the CPU
+s, 2026-12-02). There the step is compiled without XLA, and a warning says so. Where the CPU
 has no bfloat16 units (hardware.has_native_bf16(): neither AMX-BF16 nor AVX512-BF16), oneDNN has
 no bfloat16 kernels either, both paths convert element by element, and XLA was not the slower one
 (an AVX2 EPYC: bf16 forward 3.4 s with XLA against 4.0 s without), so the request stands. The
@@ -26,6 +26,7 @@ Imports no TensorFlow: the binaries, tools/benchmark.py and the tests ask it wit
 
 import collections
 import logging
+import time
 
 from albert_tf.core import hardware
 from albert_tf.training.memory import device_types, local_devices
@@ -77,3 +78,21 @@ def jit_compile_for(model, strategy, requested, fast_path=True):
   if choice.reason:
     logger.warning(choice.reason)
   return choice.jit_compile
+
+
+def trace_first_call(function, what, args):
+  """Traces tf.function `function` for `args` before its first call (which then reuses the
+  trace), saying so: else that call is a long silent wait on a CPU. Whether it traced.
+
+  Args:
+    function: the step's tf.function.
+    what: what it is, for the log ("the training step").
+    args: the arguments of its first call.
+  """
+  if function.experimental_get_tracing_count():
+    return False
+  logger.info(f"tracing {what} (its first call) ...")
+  started = time.time()
+  function.get_concrete_function(*args)
+  logger.info(f"traced {what} in {time.time() - started:.1f} s")
+  return True

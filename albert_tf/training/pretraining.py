@@ -178,8 +178,12 @@ class PretrainingJob(Job):
       # SIGTERM here stops the evaluation (Preempted): the checkpoint is saved, the restarted
       # run resumes at the last step and evaluates.
       with self.preemptible("the evaluation"):
-        logger.info(f"***** Running evaluation *****\n  Batch size = {s.eval_batch_size}\n"
-                    f"  Steps = {s.max_eval_steps}")
+        # The newest checkpoint of output_dir (this run's last or the one resumed), else
+        # init_checkpoint's, else the model as initialised.
+        evaluated = (self.manager.latest_checkpoint or self.restored_from or
+                     "the untrained model")
+        logger.info(f"***** Running evaluation *****\n  Model = {evaluated}\n"
+                    f"  Batch size = {s.eval_batch_size}\n  Steps = {s.max_eval_steps}")
         data = iter(self.strategy.distribute_datasets_from_function(
             lambda ctx: self.dataset(False, s.eval_batch_size, ctx)))
         result = self.runner.evaluate(data, s.max_eval_steps)

@@ -257,7 +257,11 @@ class Runner:
       `learning_rate`; whether stop_requested stopped the call (on every worker alike).
     """
     start = int(self.global_step.numpy())
-    out, stopped = self._train_loop(iterator, tf.constant(steps, tf.int32))
+    steps_tensor = tf.constant(steps, tf.int32)
+    if fast_path.trace_first_call(self._train_loop, "the training step", (iterator, steps_tensor)):
+      xla = " (XLA compiles the step as the first one runs)" if self.jit_compile else ""
+      logger.info(f"running steps {start + 1}-{start + steps}{xla} ...")
+    out, stopped = self._train_loop(iterator, steps_tensor)
     done = int(self.global_step.numpy()) - start
     self.records_consumed.assign_add(done * self.settings.train_batch_size)
     return {k: float(v) for k, v in out.items()}, bool(stopped)
@@ -291,8 +295,12 @@ class Runner:
     Raises:
       Preempted: stop_requested stopped the evaluation (its metrics would be of a part).
     """
-    totals, stopped = self._eval_loop(iterator, tf.constant(steps, tf.int32))
     step = int(self.global_step.numpy())
+    steps_tensor = tf.constant(steps, tf.int32)
+    fast_path.trace_first_call(self._eval_loop, "the evaluation step", (iterator, steps_tensor))
+    batches = "1 batch" if steps == 1 else f"{steps} batches"
+    logger.info(f"evaluating the model of step {step} on {batches} ...")
+    totals, stopped = self._eval_loop(iterator, steps_tensor)
     if bool(stopped):
       raise preemption.Preempted(step, None, phase="the evaluation")
     metrics = self.objective.eval_metrics({k: float(v) for k, v in totals.items()})
