@@ -18,7 +18,7 @@ leaves neither a temporary nor a partial output.
 
 from absl import app, flags
 
-from albert_tf.core import cli, errors
+from albert_tf.core import cli, errors, path_checks
 
 from albert_tf.core.startup import quiet_tensorflow_startup
 
@@ -123,6 +123,9 @@ def settings_from_flags():
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
+  # Before Beam or TensorFlow loads; a remote pattern is left to the expansion below.
+  path_checks.check_input_patterns("input_file", FLAGS.input_file,
+                                   "give text files (files or globs, comma-separated)")
   settings = settings_from_flags()
   if FLAGS.beam_pipeline_options and FLAGS.num_workers > 0:
     raise app.UsageError("--num_workers and --beam_pipeline_options both parallelise over input "

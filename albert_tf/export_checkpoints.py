@@ -25,7 +25,7 @@ import os
 
 from absl import app, flags
 
-from albert_tf.core import cli
+from albert_tf.core import cli, errors, path_checks
 
 from albert_tf.core.startup import quiet_tensorflow_startup
 
@@ -62,18 +62,26 @@ flags.DEFINE_enum("head", "auto", ["auto", "none", "pretraining", "classifier", 
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
-  from albert_tf.checkpoints import open_checkpoint  # pylint: disable=import-outside-toplevel
-  from albert_tf.export.hf import export_hf_layout  # pylint: disable=import-outside-toplevel
-  from albert_tf.export.released import export_released_layout  # pylint: disable=import-outside-toplevel
-  from albert_tf.training import memory  # pylint: disable=import-outside-toplevel
   if FLAGS.albert_directory:
     config_file = os.path.join(FLAGS.albert_directory, "albert_config.json")
     checkpoint = os.path.join(FLAGS.albert_directory, FLAGS.checkpoint_name)
+    # Before TensorFlow loads (--init_checkpoint is checked with the flags).
+    problem = path_checks.checkpoint_problem(checkpoint)
+    if problem:
+      raise errors.UsageError(
+          f"--albert_directory={FLAGS.albert_directory} --checkpoint_name="
+          f"{FLAGS.checkpoint_name}: {problem}")
   else:
     if not FLAGS.init_checkpoint:
       raise app.UsageError("give --albert_directory, or --init_checkpoint (and "
                            "--albert_config_file unless the checkpoint has its config)")
     config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
+  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import open_checkpoint
+  from albert_tf.export.hf import export_hf_layout
+  from albert_tf.export.released import export_released_layout
+  from albert_tf.training import memory
+  # pylint: enable=import-outside-toplevel
   # Opened once: the config, the tokenizer and the weights below are asked of it.
   checkpoint = open_checkpoint(checkpoint)
   # The config file, checked against the checkpoint's own config (an HF directory's config.json,

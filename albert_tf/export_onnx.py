@@ -25,7 +25,7 @@ atomically. ONNX Runtime's quantizer notices are shown with --verbose only.
 from absl import flags
 
 from albert_tf.core import cli
-from albert_tf.core import errors
+from albert_tf.core import errors, path_checks
 from albert_tf.export import portable_flags
 from albert_tf.export.staging import check_output_file
 from albert_tf.core.startup import quiet_tensorflow_startup
@@ -84,6 +84,10 @@ def check_calibration_flags():
     raise errors.UsageError(f"--calibration_data={FLAGS.calibration_data} with "
                             f"--quantize={FLAGS.quantize}: calibration is for --quantize=static;"
                             " drop the flag or quantize statically")
+  if FLAGS.quantize == "static":  # before TensorFlow loads; a remote file is left to the reader
+    path_checks.check_data_file("calibration_data", FLAGS.calibration_data,
+                                "give a TFRecord of the task's features (input_ids, input_mask, "
+                                "segment_ids)")
 
 
 def calibration_from_flags(config):

@@ -128,6 +128,7 @@ def main(argv):
     job_settings = common_flags.classifier_settings(task_settings.OwnDataSettings, FLAGS)
   else:
     job_settings = common_flags.classifier_settings(task_settings.ClassifierSettings, FLAGS)
+  job_settings.check_inputs()  # before the job loads TensorFlow
   with common_flags.running_job():
     # pylint: disable=import-outside-toplevel
     if own_data:

@@ -63,6 +63,7 @@ common_flags.define_finetuning_flags(max_seq_length=128, learning_rate=5e-5)
 def main(argv):
   del argv
   job_settings = common_flags.classifier_settings(NerSettings, FLAGS)
+  job_settings.check_inputs()  # before the job loads TensorFlow
   with common_flags.running_job():
     # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.ner.job import NerJob

@@ -11,7 +11,7 @@ checkpoint, one of ours or a Hugging Face directory (whose config.json is the mo
 
 from absl import flags
 
-from albert_tf.core import cli, settings
+from albert_tf.core import cli, path_checks, settings
 from albert_tf.training import flags as common_flags
 
 FLAGS = flags.FLAGS
@@ -66,6 +66,10 @@ common_flags.define_run_flags()
 def main(argv):
   del argv
   job_settings = settings.from_values(settings.PretrainingSettings, FLAGS)
+  # Before the job loads TensorFlow; a remote pattern is left to it.
+  path_checks.check_input_patterns(
+      "input_file", job_settings.input_file,
+      "give TFRecord files of create_pretraining_data (files or globs, comma-separated)")
   with common_flags.running_job():
     # pylint: disable-next=import-outside-toplevel
     from albert_tf.training.pretraining import PretrainingJob

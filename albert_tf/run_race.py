@@ -49,6 +49,7 @@ common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=1e-5,
 def main(argv):
   del argv
   job_settings = common_flags.classifier_settings(race_settings.RaceSettings, FLAGS)
+  job_settings.check_inputs()  # before the job loads TensorFlow
   with common_flags.running_job():
     # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.race.job import RaceJob

@@ -109,7 +109,7 @@ def test_corpus_without_repeated_runs_agrees(tmp_path):
     (["--input_file=missing_corpus.txt", f"--spm_model_file={SPM}"],
      "--input_file: input file not found: missing_corpus.txt"),
     ([f"--input_file={CORPUS}", "--spm_model_file=missing.model"],
-     "--spm_model_file: SentencePiece model not found: missing.model"),
+     "--spm_model_file=missing.model: file not found: missing.model"),
     ([f"--input_file={CORPUS}", f"--spm_model_file={os.path.join(DATA, '30k-clean-tiny.vocab')}"],
      "--spm_model_file: could not load"),
     ([f"--spm_model_file={SPM}"], "--input_file is required"),

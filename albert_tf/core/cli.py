@@ -27,7 +27,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf.core import bounds, errors, startup
+from albert_tf.core import bounds, errors, path_checks, startup
 
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
 USAGE_EXIT_CODE = errors.USAGE_EXIT_CODE
@@ -227,12 +227,20 @@ def help_text(main):
 FLAG_BOUNDS = bounds.FLAG_BOUNDS
 # Where a binary writes: given empty, they would write into the working directory.
 OUTPUT_FLAGS = ("output_dir", "cached_dir", "export_dir", "export_path", "output_file")
+# The checkpoint a binary starts from or exports: in every binary that has the flag, every mode
+# reads it when given (its config, tokenizer and weights).
+CHECKPOINT_FLAGS = ("init_checkpoint",)
+# The model's and the tokenizer's files: read, when given, by every binary that has the flag;
+# --vocab_file only without --spm_model_file (the original's `--vocab_file=unused` beside one).
+INPUT_FILE_FLAGS = ("albert_config_file", "spm_model_file", "vocab_file")
 
 
 def check_flag_values(values):
   """Raises flags.IllegalFlagValueError (a usage error: exit 2) for a flag of FLAG_BOUNDS out of
-  its bounds or not finite (`--train_batch_size=0: must be at least 1`), or an OUTPUT_FLAGS flag
-  given as an empty string.
+  its bounds or not finite (`--train_batch_size=0: must be at least 1`), an OUTPUT_FLAGS flag
+  given as an empty string, a CHECKPOINT_FLAGS flag naming no checkpoint
+  (path_checks.checkpoint_problem) or an INPUT_FILE_FLAGS flag naming no file (local paths only:
+  before TensorFlow loads).
 
   Args:
     values: the parsed absl FlagValues.
@@ -249,6 +257,18 @@ def check_flag_values(values):
       raise flags.IllegalFlagValueError(
           f"--{name} is empty: give a path (an empty one would write into the working "
           "directory)")
+  for name in CHECKPOINT_FLAGS:
+    if name in values and values[name].value:
+      problem = path_checks.checkpoint_problem(values[name].value)
+      if problem:
+        raise flags.IllegalFlagValueError(f"--{name}={values[name].value}: {problem}")
+  for name in INPUT_FILE_FLAGS:
+    if name == "vocab_file" and "spm_model_file" in values and values["spm_model_file"].value:
+      continue
+    if name in values and values[name].value:
+      problem = path_checks.file_problem(values[name].value)
+      if problem:
+        raise flags.IllegalFlagValueError(f"--{name}={values[name].value}: {problem}")
 
 
 def _parse_flags(argv):

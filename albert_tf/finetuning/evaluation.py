@@ -5,6 +5,7 @@ import collections
 import logging
 import math
 import os
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -14,11 +15,14 @@ from albert_tf.core.io import write_text_atomically
 from albert_tf.training.checkpointing import checkpoint_steps
 
 logger = logging.getLogger("albert_tf")
+# A pass over a large dev set takes minutes on a CPU: a line this often says it is going on.
+PROGRESS_SECONDS = 30
 
 
 class Predictor:
   """Collects `fn(features)` (a dict of per-example tensors, batch-major) over a dataset, in
-  dataset order, under a distribution strategy."""
+  dataset order, under a distribution strategy; a pass longer than PROGRESS_SECONDS logs how
+  far it got every PROGRESS_SECONDS."""
 
   def __init__(self, strategy, fn):
     self.strategy = strategy
@@ -32,9 +36,15 @@ class Predictor:
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     dist = self.strategy.experimental_distribute_dataset(dataset.with_options(options))
     chunks = collections.defaultdict(list)
-    for batch in dist:
+    start = last_line = time.monotonic()
+    for batches, batch in enumerate(dist, 1):
       for name, value in self._step(batch).items():
         chunks[name].extend(t.numpy() for t in self.strategy.experimental_local_results(value))
+      if time.monotonic() - last_line >= PROGRESS_SECONDS:
+        last_line = time.monotonic()
+        examples = sum(len(part) for part in next(iter(chunks.values()), []))
+        logger.info(f"ran the model over {batches} batches ({examples} examples) in "
+                    f"{last_line - start:.0f} s")
     return {name: np.concatenate(parts) for name, parts in chunks.items()}
 
 

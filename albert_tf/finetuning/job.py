@@ -269,11 +269,17 @@ class FineTuningJob(Job):
         if step > tracker.last_step and not (self.settings.do_train
                                              and not self.is_evaluation_point(step)):
           self.checkpoint.read(path).expect_partial()
+          logger.info(f"evaluating {path} (step {step})")
           self.record(tracker, step, evaluate())
           self._stop_if_signalled(tracker)
       self._stop_if_signalled(tracker)
     if not found and tracker.last_step < 0:
-      self.record(tracker, self.init.global_step if self.init else 0, evaluate())
+      # The step of the checkpoint evaluated, as the original's estimator.evaluate reports it:
+      # a fine-tuned --init_checkpoint's own, 0 for one that holds none (HF, keras-hub).
+      step = self.init.global_step if self.init else 0
+      what = f"--init_checkpoint={self.init.location}" if self.init else "the initialised model"
+      logger.info(f"evaluating {what} (step {step})")
+      self.record(tracker, step, evaluate())
 
   def _stop_if_signalled(self, tracker):
     """Raises Preempted when a worker got SIGTERM (every worker alike: all of them stop after

@@ -14,7 +14,7 @@ import re
 from typing import Optional
 
 from albert_tf.core import errors
-from albert_tf.core import io
+from albert_tf.core import io, path_checks
 from albert_tf.tokenization.text import convert_to_unicode, preprocess_text
 
 
@@ -250,10 +250,8 @@ class GlueProcessor(TextProcessor):
     spec = self.spec
     if split not in spec.files:
       raise errors.UsageError(f"task {self.task_name} has no {split} set")
-    path = os.path.join(data_dir, spec.directory, spec.files[split])
-    in_task_folder = os.path.join(data_dir, spec.files[split])
-    if not io.exists(path) and io.exists(in_task_folder):
-      path = in_task_folder  # --data_dir is the task's folder (glue_data/MRPC), not glue_data
+    # --data_dir may be the task's folder (glue_data/MRPC) rather than glue_data.
+    path = path_checks.in_folder_or_given(data_dir, spec.directory, spec.files[split])
     examples = self.create_examples(read_tsv(path), split, path)
     if not examples:
       # An empty dev or test set would fail only once training is over.

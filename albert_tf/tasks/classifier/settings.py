@@ -4,7 +4,7 @@
 import dataclasses
 from typing import Optional
 
-from albert_tf.core import errors
+from albert_tf.core import errors, path_checks
 from albert_tf.core.settings import FineTuningSettings
 
 LABEL_TYPES = ("str", "float")
@@ -35,6 +35,12 @@ def regression_label_list_error(label_list):
       "output is a score); drop --label_list (regression) or --label_type=float (classes)")
 
 
+def wanted_splits(settings):
+  """The splits a fine-tuning run reads: train (do_train), dev (do_eval), test (do_predict)."""
+  return [split for split, wanted in (("train", settings.do_train), ("dev", settings.do_eval),
+                                      ("test", settings.do_predict)) if wanted]
+
+
 @dataclasses.dataclass(kw_only=True)
 class ClassifierSettings(FineTuningSettings):
   """run_classifier: a GLUE task (task_name) read from data_dir; features cached in cached_dir
@@ -44,6 +50,33 @@ class ClassifierSettings(FineTuningSettings):
   cached_dir: Optional[str] = None
   threshold_to_export: float = float("nan")
   classifier_dropout: float = 0.1
+
+  def check_inputs(self):
+    """What the binary checks before the job loads TensorFlow: task_name is a GLUE task, and
+    the TSV of each split the run reads is in data_dir (the task's folder in it, or data_dir
+    being that folder). Remote paths are left to the job.
+
+    Raises:
+      errors.UsageError: naming --task_name or --data_dir, the file and the fix.
+    """
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.tasks.classifier import data as glue  # the readers: not loaded for --help
+    try:
+      processor = glue.processor(self.task_name)
+    except errors.UsageError as e:
+      raise errors.UsageError(
+          f"--task_name={self.task_name}: {e}; or give your own CSV, TSV or JSONL files "
+          "(--train_file, --dev_file, --test_file) instead of --task_name") from None
+    spec = processor.spec
+    if not path_checks.is_local(self.data_dir):
+      return
+    for split in wanted_splits(self):
+      if split in spec.files:  # a split the task lacks (ax's train) is the job's refusal
+        path_checks.check_data_file(
+            "data_dir", path_checks.in_folder_or_given(self.data_dir, spec.directory,
+                                                       spec.files[split]),
+            f"give --data_dir the GLUE data folder (holding {spec.directory}/"
+            f"{spec.files[split]}) or the task's folder in it", given=self.data_dir)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -103,6 +136,17 @@ class OwnDataSettings(ClassifierSettings):
                 "test_file": "--do_predict"}[flag]
         raise errors.UsageError(f"{what} needs --{flag}")
 
+  def check_inputs(self):
+    """What the binary checks before the job loads TensorFlow: the file of each split the run
+    reads (train_file, dev_file, test_file) is there. Remote paths are left to the job.
+
+    Raises:
+      errors.UsageError: naming the flag, the file and the fix.
+    """
+    for split, path in self.files().items():
+      path_checks.check_data_file(f"{split}_file", path,
+                                  "give the path of an existing .csv, .tsv or .jsonl file")
+
   def _check_columns(self):
     """Refuses one column as two of text, text_b and label (a label read as the text)."""
     given = [(flag, column) for flag, column in (
@@ -116,6 +160,5 @@ class OwnDataSettings(ClassifierSettings):
 
   def files(self):
     """{split: path} of the splits the run reads."""
-    return {split: path for split, wanted, path in (
-        ("train", self.do_train, self.train_file), ("dev", self.do_eval, self.dev_file),
-        ("test", self.do_predict, self.test_file)) if wanted}
+    paths = {"train": self.train_file, "dev": self.dev_file, "test": self.test_file}
+    return {split: paths[split] for split in wanted_splits(self)}

@@ -3,7 +3,9 @@
 import dataclasses
 from typing import Optional
 
+from albert_tf.core import errors, path_checks
 from albert_tf.core.settings import FineTuningSettings
+from albert_tf.tasks.classifier.settings import wanted_splits
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -32,3 +34,22 @@ class NerSettings(FineTuningSettings):
   label_list: Optional[str] = None
   dropout_prob: float = 0.1
   char_level: bool = False
+
+  def check_inputs(self):
+    """What the binary checks before the job loads TensorFlow: data_dir holds the file of each
+    split the run reads (data.split_file: train.txt or eng.train, ...). A remote data_dir is
+    left to the job.
+
+    Raises:
+      errors.UsageError: naming --data_dir, the files it looked for and the fix.
+    """
+    if not path_checks.is_local(self.data_dir):
+      return
+    # pylint: disable-next=import-outside-toplevel
+    from albert_tf.tasks.ner import data  # the readers: not loaded for --help
+    path_checks.check_data_dir("data_dir", self.data_dir, "give the folder of the CoNLL files")
+    for split in wanted_splits(self):
+      try:
+        data.split_file(self.data_dir, split)
+      except data.NerDataError as e:
+        raise errors.UsageError(f"{e}: give the folder that holds them") from None

@@ -31,6 +31,11 @@ class RaceExample:
   label: int
 
 
+def split_dir(data_dir, split):
+  """The folder of one RACE split ("train", "dev", "test") under --data_dir."""
+  return os.path.join(data_dir, "RACE", split)
+
+
 class RaceProcessor(TextProcessor):
   """Reads RACE/{train,dev,test}/{middle,high}/*.txt (one article per line, as json)."""
 
@@ -45,15 +50,15 @@ class RaceProcessor(TextProcessor):
     return list(LABELS)
 
   def get_examples(self, data_dir, split):
-    return self.read_examples(os.path.join(data_dir, "RACE", split))
+    return self.read_examples(split_dir(data_dir, split))
 
-  def read_examples(self, split_dir):
+  def read_examples(self, split_folder):
     """Examples of middle then high school articles; files in name order (the original takes
     the directory's listing order). No question at all is an error (an empty dev or test set
     would fail only after training)."""
     examples, seen = [], {}
     for level in self.levels:
-      directory = os.path.join(split_dir, level)
+      directory = os.path.join(split_folder, level)
       if not io.isdir(directory):
         raise FileNotFoundError(f"RACE directory not found: {directory}")
       for name in io.listdir(directory):
@@ -61,7 +66,7 @@ class RaceProcessor(TextProcessor):
           examples.extend(self._file_examples(os.path.join(directory, name), seen))
     if not examples:
       raise errors.DataFormatError(
-          f"no RACE questions in {split_dir}: its "
+          f"no RACE questions in {split_folder}: its "
           f"{' and '.join(self.levels)} folders hold no *.txt file with an article")
     return examples
 

@@ -20,8 +20,6 @@ class RaceJob(ClassifierJob):
 
   def __init__(self, settings):
     s = settings
-    if s.task_name.lower() != "race":
-      raise UsageError(f"Task not found: {s.task_name}")
     if s.max_qa_length > s.model.max_seq_length - 3:
       raise UsageError(f"--max_qa_length ({s.max_qa_length}) must leave room for the article: "
                        f"at most --max_seq_length - 3 ({s.model.max_seq_length - 3})")

@@ -4,6 +4,7 @@ them)."""
 import dataclasses
 from typing import Optional
 
+from albert_tf.core import path_checks
 from albert_tf.core.settings import FineTuningSettings
 
 
@@ -29,3 +30,16 @@ class SquadSettings(FineTuningSettings):
   dropout_prob: float = 0.1
   SPAN_HEAD = True
   STEPS_FROM_EPOCHS = True
+
+  def check_inputs(self):
+    """What the binary checks before the job loads TensorFlow: the SQuAD json of each mode the
+    run has is there (train_file with do_train, predict_file with do_predict). Remote paths are
+    left to the job.
+
+    Raises:
+      errors.UsageError: naming the flag, the file and the fix.
+    """
+    for flag, path, wanted in (("train_file", self.train_file, self.do_train),
+                               ("predict_file", self.predict_file, self.do_predict)):
+      if wanted:
+        path_checks.check_data_file(flag, path, "give the path of a SQuAD json file")
