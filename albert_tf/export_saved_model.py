@@ -5,6 +5,8 @@
       --max_seq_length=128 --export_dir=serving/albert --version=1
 
 Writes <export_dir>/<version>/ atomically; see albert_tf.export.saved_model for the signatures.
+--ids_only leaves out the raw-text ones: the SavedModel then holds no tensorflow-text op, and any
+TensorFlow runs it (`saved_model_cli run`, Python without tensorflow_text).
 --init_checkpoint may be a Hugging Face directory (config.json, model.safetensors, spiece.model),
 a keras-hub preset (config.json, model.weights.h5, assets/tokenizer/vocabulary.spm), or a run's
 output_dir or a checkpoint prefix in it (albert_config.json, and the spiece.model or vocab.txt a
@@ -21,13 +23,20 @@ from albert_tf.core.startup import quiet_tensorflow_startup
 
 FLAGS = flags.FLAGS
 common_flags.define_export_model_flags()
-flags.DEFINE_integer("max_seq_length", 128, "Length the text signatures pad and truncate to.")
+flags.DEFINE_integer("max_seq_length", 128,
+                     "Length the text signatures pad and truncate to (with --ids_only, the "
+                     "length tokenization_info reports).")
 flags.DEFINE_string("export_dir", None, "TF Serving's model base path.")
 flags.DEFINE_integer("version", 1, "Version folder to write under export_dir.")
 flags.DEFINE_bool("allow_random_heads", False,
                   "Export the mlm and sop_log_probs signatures even when the checkpoint lacks "
                   "their heads (they then serve freshly initialised weights). By default they "
                   "are left out, saying why.")
+flags.DEFINE_bool("ids_only", False,
+                  "Export only the signatures that take token ids (tokens, mlm, sop_log_probs) "
+                  "and tokenization_info. The graph then holds no tensorflow-text op, so a "
+                  "TensorFlow without it loads the export (saved_model_cli run, TF Serving "
+                  "builds without TF Text); clients tokenize with the shipped tokenizer file.")
 common_flags.define_serving_precision_flag()
 
 
@@ -37,7 +46,8 @@ def main(argv):
   # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import open_checkpoint
   from albert_tf.core.errors import AlbertError
-  from albert_tf.export.saved_model import ServingModule, export_saved_model, heads_missing
+  from albert_tf.export.saved_model import (IdsServingModule, ServingModule, export_saved_model,
+                                            heads_missing)
   from albert_tf.models import AlbertPretrainer
   from albert_tf.training import memory
   from albert_tf.training.precision import serving_model
@@ -57,8 +67,9 @@ def main(argv):
                            config_file=config_file)
   model = serving_model(FLAGS.serving_precision, lambda: AlbertPretrainer(config))
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
-  module = ServingModule(model, spm_model, FLAGS.do_lower_case, FLAGS.max_seq_length,
-                         config_file=config_file, vocab_file=vocab_file)
+  module_class = IdsServingModule if FLAGS.ids_only else ServingModule
+  module = module_class(model, spm_model, FLAGS.do_lower_case, FLAGS.max_seq_length,
+                        config_file=config_file, vocab_file=vocab_file)
   report = checkpoint.load_into(model)
   print(f"loaded {FLAGS.init_checkpoint}: {report}")
   for signature, names in heads_missing(report).items():

@@ -15,6 +15,12 @@ Signatures (all batch-major, any batch size):
   tokenization_info  () -> vocab_file (the SentencePiece model or WordPiece vocab.txt asset),
                      do_lower_case, max_seq_length
 
+IdsServingModule exports the same model without the raw-text signatures: tokens, mlm,
+sop_log_probs and tokenization_info only. Its graph holds no tensorflow-text op (the in-graph
+tokenizer is built, to check the tokenizer file, but not kept), so a TensorFlow without
+tensorflow-text loads it: `saved_model_cli run`, TF Serving builds without TF Text's ops, Python
+that cannot install tensorflow-text.
+
 Requests are checked in the graph (see serving_inputs): a wrong rank, shapes that disagree,
 length 0 or over max_position_embeddings, ids outside the tables, text batches of different sizes
 fail with a message naming the input, what was expected and what came.
@@ -70,10 +76,12 @@ def pad_positions(x, length, value=0):
   return padded
 
 
-class TextServingModule(tf.Module):
-  """What every raw-text export holds: the model's weights, its config's limits, the in-graph
-  tokenizer (SentencePiece, or WordPiece given only `vocab_file`), its model file as an asset,
-  and the tokenization_info signature.
+class ModelServingModule(tf.Module):
+  """What every export holds: the model's weights, its config's limits, its tokenizer's file
+  (SentencePiece model, or WordPiece vocab.txt given only `vocab_file`) as an asset, the
+  tokenization_info signature, and the checks of requests in token ids. The in-graph tokenizer
+  is built (it checks the file) and handed to hold_tokenizer, which keeps it only in modules that
+  tokenize in the graph: one of this class alone holds no tensorflow-text op.
 
   `config_file`, where known, is named in the error when the tokenizer has more pieces than the
   config's vocab_size (requests would fail at serve time)."""
@@ -91,21 +99,45 @@ class TextServingModule(tf.Module):
     if max_seq_length > config.max_position_embeddings:
       raise errors.UsageError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
                               f"({config.max_position_embeddings})")
-    self.tokenizer = in_graph_tokenizer(spm_model_file, vocab_file, do_lower_case)
-    check_vocab_fits(self.tokenizer.vocab_size, config.vocab_size, self.tokenizer.model_file,
-                     config_file)
-    self.vocab_file = tf.saved_model.Asset(self.tokenizer.model_file)
+    tokenizer = in_graph_tokenizer(spm_model_file, vocab_file, do_lower_case)
+    self.hold_tokenizer(tokenizer)
+    check_vocab_fits(tokenizer.vocab_size, config.vocab_size, tokenizer.model_file, config_file)
+    self.vocab_file = tf.saved_model.Asset(tokenizer.model_file)
     self.do_lower_case = do_lower_case
     self.max_seq_length = max_seq_length
     self.vocab_size = config.vocab_size
     self.type_vocab_size = config.type_vocab_size
     self.max_position_embeddings = config.max_position_embeddings
 
+  def hold_tokenizer(self, tokenizer):
+    """Keeps the in-graph tokenizer where the signatures use it (TextServingModule). Here it is
+    dropped: a tracked tokenizer puts its tensorflow-text ops in the SavedModel even when no
+    signature calls it, and a TensorFlow without them cannot load the export at all."""
+    del tokenizer
+
   def checked_tokens(self, features, mlm_positions=None):
     """A tokens-style request's tensors, run only once they fit this model (see
     serving_inputs.check_token_inputs). Returns (features, mlm_positions)."""
     return check_token_inputs(features, self.vocab_size, self.type_vocab_size,
                               self.max_position_embeddings, mlm_positions)
+
+  def info(self):
+    """tokenization_info's outputs; subclasses add their settings."""
+    return {"vocab_file": self.vocab_file.asset_path,
+            "do_lower_case": tf.constant(self.do_lower_case),
+            "max_seq_length": tf.constant(self.max_seq_length)}
+
+  @signature_function(input_signature=[])
+  def tokenization_info(self):
+    return self.info()
+
+
+class TextServingModule(ModelServingModule):
+  """What every raw-text export holds: a ModelServingModule that keeps the in-graph tokenizer
+  (`tokenizer`) and packs raw text with it."""
+
+  def hold_tokenizer(self, tokenizer):
+    self.tokenizer = tokenizer
 
   def pack_texts(self, text, text_b=None):
     """Raw text [B] (and text_b [B] for pairs), checked, tokenized and packed in the graph as
@@ -121,19 +153,9 @@ class TextServingModule(tf.Module):
     to a multiple of 8 (at most T). Only all-padding columns go."""
     return trim_batch(features, self.max_seq_length)
 
-  def info(self):
-    """tokenization_info's outputs; subclasses add their settings."""
-    return {"vocab_file": self.vocab_file.asset_path,
-            "do_lower_case": tf.constant(self.do_lower_case),
-            "max_seq_length": tf.constant(self.max_seq_length)}
 
-  @signature_function(input_signature=[])
-  def tokenization_info(self):
-    return self.info()
-
-
-class TokensServingModule(TextServingModule):
-  """A raw-text export that also serves token ids (the `tokens` signature): subclasses give
+class TokensSignature:
+  """The `tokens` signature, mixed into a ModelServingModule subclass that gives
   outputs(features), the outputs of checked or packed features [B, T]."""
 
   def outputs(self, features):
@@ -146,6 +168,11 @@ class TokensServingModule(TextServingModule):
     features, _ = self.checked_tokens({"input_ids": input_ids, "input_mask": input_mask,
                                        "segment_ids": segment_ids})
     return self.outputs(features)
+
+
+class TokensServingModule(TokensSignature, TextServingModule):
+  """A raw-text export that also serves token ids (the `tokens` signature): subclasses give
+  outputs(features)."""
 
 
 # The pretraining heads' signatures, and the scope of each head's original variable names.
@@ -164,9 +191,10 @@ def heads_missing(report):
   return missing
 
 
-class ServingModule(TokensServingModule):
-  """Wraps an AlbertPretrainer and the in-graph tokenizer for export. `head_signatures`: which
-  of HEAD_SIGNATURES signatures() holds (all by default)."""
+class PretrainerSignatures(TokensSignature):
+  """An AlbertPretrainer's signatures in token ids (tokens, mlm, sop_log_probs), mixed into a
+  ModelServingModule: ServingModule adds the raw-text ones, IdsServingModule does not.
+  `head_signatures`: which of HEAD_SIGNATURES the export holds (all by default)."""
 
   def __init__(self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128,
                config_file=None, vocab_file=None, head_signatures=tuple(HEAD_SIGNATURES)):
@@ -179,21 +207,6 @@ class ServingModule(TokensServingModule):
     out = self.pretrainer.encoder(features, training=False)
     return as_float32({"pooled_output": out["pooled_output"],
                        "sequence_output": out["sequence_output"]})
-
-  def _encode_packed(self, packed):
-    out = self.outputs(self.trimmed(packed))
-    out["sequence_output"] = pad_positions(out["sequence_output"], self.max_seq_length)
-    out.update(input_ids=packed["input_ids"], input_mask=packed["input_mask"])
-    return out
-
-  @signature_function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-  def serve_text(self, text):
-    return self._encode_packed(self.pack_texts(text))
-
-  @signature_function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
-                                       tf.TensorSpec([None], tf.string, name="text_b")])
-  def serve_text_pair(self, text, text_b):
-    return self._encode_packed(self.pack_texts(text, text_b))
 
   @signature_function(input_signature=[ids_spec("input_ids"), ids_spec("input_mask"),
                                        ids_spec("segment_ids"), ids_spec("mlm_positions")])
@@ -213,17 +226,43 @@ class ServingModule(TokensServingModule):
     logits = self.pretrainer.sentence_order(pooled)
     return {"sop_log_probs": tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)}
 
-  def signatures(self):
-    signatures = {
-        "serving_default": self.serve_text,
-        "serving_text_pair": self.serve_text_pair,
-        "tokens": self.tokens,
-        "mlm": self.mlm,
-        "sop_log_probs": self.sop_log_probs,
-        "tokenization_info": self.tokenization_info,
-    }
+  def ids_signatures(self):
+    """{name: function} of the signatures in token ids, the heads' only where head_signatures
+    names them."""
+    signatures = {"tokens": self.tokens, "mlm": self.mlm, "sop_log_probs": self.sop_log_probs}
     return {name: fn for name, fn in signatures.items()
             if name not in HEAD_SIGNATURES or name in self.head_signatures}
+
+
+class ServingModule(PretrainerSignatures, TextServingModule):
+  """Wraps an AlbertPretrainer and the in-graph tokenizer for export: every signature."""
+
+  def _encode_packed(self, packed):
+    out = self.outputs(self.trimmed(packed))
+    out["sequence_output"] = pad_positions(out["sequence_output"], self.max_seq_length)
+    out.update(input_ids=packed["input_ids"], input_mask=packed["input_mask"])
+    return out
+
+  @signature_function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+  def serve_text(self, text):
+    return self._encode_packed(self.pack_texts(text))
+
+  @signature_function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
+                                       tf.TensorSpec([None], tf.string, name="text_b")])
+  def serve_text_pair(self, text, text_b):
+    return self._encode_packed(self.pack_texts(text, text_b))
+
+  def signatures(self):
+    return {"serving_default": self.serve_text, "serving_text_pair": self.serve_text_pair,
+            **self.ids_signatures(), "tokenization_info": self.tokenization_info}
+
+
+class IdsServingModule(PretrainerSignatures, ModelServingModule):
+  """An AlbertPretrainer's export without the raw-text signatures (tokens, mlm, sop_log_probs,
+  tokenization_info): clients send token ids, and no tensorflow-text op is in the graph."""
+
+  def signatures(self):
+    return dict(self.ids_signatures(), tokenization_info=self.tokenization_info)
 
 
 def export_saved_model(module, export_dir, version):
