@@ -17,6 +17,7 @@ import os
 import pickle
 import random
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -123,7 +124,7 @@ def wheel(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def installed_bin(wheel, tmp_path_factory):
-  """bin/ of a venv holding the wheel over this machine's installed packages (the extras the
+  """bin/ of a venv holding the wheel over the running interpreter's packages (the extras the
   docs' commands need: tests/installed_package.py), made once."""
   return once_per_session(tmp_path_factory, "installed", lambda d: installed_package.install_in_venv(
       wheel, d / "venv"))
@@ -235,3 +236,12 @@ def race_trained(tmp_path_factory):
         f"--eval_file={dev}"])
     return Run(result, out, None, dev)
   return once_per_session(tmp_path_factory, "race", make)
+
+
+@pytest.fixture(name="closed_port")
+def fixture_closed_port():
+  """A 127.0.0.1 port that refuses connections: bound (so nothing else takes it), not listening."""
+  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+  sock.bind(("127.0.0.1", 0))
+  yield sock.getsockname()[1]
+  sock.close()

@@ -1,8 +1,8 @@
 """tools/serving_client.py run as a user runs it: with no server at the address, or bad flags, it
-prints one line saying what is wrong and exits 1 (no traceback). Loopback addresses only."""
+prints one `error:` line saying what is wrong (no traceback), as the binaries: exit status 1 for
+the server, 2 for the flags. Loopback addresses only."""
 
 import os
-import socket
 import subprocess
 import sys
 
@@ -13,27 +13,18 @@ from helpers import REPO_ROOT, TF_STARTUP_NOTICES
 CLIENT = os.path.join(REPO_ROOT, "tools", "serving_client.py")
 
 
-@pytest.fixture(name="closed_port")
-def fixture_closed_port():
-  """A 127.0.0.1 port that refuses connections: bound (so nothing else takes it), not listening."""
-  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-  sock.bind(("127.0.0.1", 0))
-  yield sock.getsockname()[1]
-  sock.close()
-
-
 def _client(*args):
   result = subprocess.run([sys.executable, CLIENT, "--timeout=20"] + list(args),
                           capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
   return result
 
 
-def _error_line(result):
+def _error_line(result, exit_status=1):
   """The client's one error line; TensorFlow's own warnings (if any) may precede it."""
-  assert result.returncode == 1, (result.returncode, result.stderr[-3000:])
+  assert result.returncode == exit_status, (result.returncode, result.stderr[-3000:])
   assert "Traceback" not in result.stderr, result.stderr[-3000:]
   assert result.stdout == ""
-  errors = [l for l in result.stderr.splitlines() if l.startswith("serving_client: error:")]
+  errors = [l for l in result.stderr.splitlines() if l.startswith("error: ")]
   assert len(errors) == 1, result.stderr[-3000:]
   assert result.stderr.rstrip().splitlines()[-1] == errors[0]
   return errors[0]
@@ -73,6 +64,6 @@ def test_no_server_one_line(protocol, name, closed_port):
 def test_bad_inputs_one_line(protocol, flags, expected, closed_port):
   # Checked before connecting: a bad input is reported as such, not as the missing server.
   line = _error_line(_client(f"--protocol={protocol}", f"--server=127.0.0.1:{closed_port}",
-                             *flags))
+                             *flags), exit_status=2)
   assert expected in line, line
   assert "server" not in line

@@ -1017,6 +1017,20 @@ def _positive_ints(flag_name, values):
   return ints
 
 
+def check_step_shape(config):
+  """Raises app.UsageError, naming the flag and the fix, for a forward or training step the
+  model cannot take: an empty batch or sequence, one longer than the config's positions, or no
+  timed step."""
+  for name in ("batch_size", "seq_length", "steps"):
+    if FLAGS[name].value < 1:
+      raise app.UsageError(f"--{name}={FLAGS[name].value}: must be at least 1")
+  if FLAGS.seq_length > config.max_position_embeddings:
+    raise app.UsageError(
+        f"--seq_length={FLAGS.seq_length}: over the config's max_position_embeddings "
+        f"({config.max_position_embeddings}): give a length up to it, or a config with more "
+        "positions")
+
+
 def main(_):
   try:
     config = load_config(FLAGS.config)  # no TensorFlow yet: flag errors come at once
@@ -1041,6 +1055,8 @@ def main(_):
       check_serving_tokens(config, token_counts)
     except ValueError as e:
       raise app.UsageError(str(e)) from None
+  if modes & {"forward", "train", "all"}:
+    check_step_shape(config)
   from albert_tf.core import onednn
   from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()  # before TensorFlow's first import

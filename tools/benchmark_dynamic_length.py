@@ -7,7 +7,8 @@ Features are built from the GLUE TSVs under --data_dir (default: the fixture's, 
 train/dev/test). Prints one JSON line per mode (eval: a forward pass over every example; train:
 --train_steps AdamW steps) with seconds for fixed padding and for dynamic-length batches, the
 speed-up, the mean real length, and for eval the largest logit difference between the two (in
-file order).
+file order). A mistake is one `error:` line, as the binaries' (albert_tf.core.cli), found before
+TensorFlow is imported.
 """
 
 import json
@@ -18,20 +19,16 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
+# TensorFlow and what imports it are imported in main(), after the flags are checked.
 import albert_tf  # noqa: E402
+from albert_tf.core import cli, errors  # noqa: E402
 from albert_tf.tasks.classifier import features as classifier_data  # noqa: E402
 from albert_tf.tasks.classifier import data as glue  # noqa: E402
-from albert_tf.finetuning.inputs import (classifier_features, feature_dataset,  # noqa: E402
-                                        in_file_order)
-from albert_tf.finetuning.objectives import ClassificationObjective  # noqa: E402
-from albert_tf.optimization import create_optimizer  # noqa: E402
 from albert_tf.tokenization import FullTokenizer  # noqa: E402
 from albert_tf.core.settings import TrainSettings  # noqa: E402
-from albert_tf.training.runner import Runner  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "testdata")
@@ -43,8 +40,9 @@ flags.DEFINE_string("spm_model_file",
                     os.path.join(FIXTURE, "original_pretraining_data", "30k-clean-tiny.model"),
                     "SentencePiece model.")
 flags.DEFINE_integer("max_seq_length", 128, "Fixed padding length.")
-flags.DEFINE_integer("batch_size", 32, "Examples per batch.")
-flags.DEFINE_integer("train_steps", 6, "Timed training steps per mode (after one untimed).")
+flags.DEFINE_integer("batch_size", 32, "Examples per batch.", lower_bound=1)
+flags.DEFINE_integer("train_steps", 6, "Timed training steps per mode (after one untimed).",
+                     lower_bound=0)
 flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
 
 
@@ -68,7 +66,33 @@ def _config():
   return albert_tf.AlbertConfig.from_preset(FLAGS.config)
 
 
+def checked_config():
+  """The --config, the other flags checked against it and the files they name.
+
+  Raises:
+    errors.UsageError, FileNotFoundError: naming the flag and the fix.
+  """
+  try:
+    config = _config()
+  except (FileNotFoundError, ValueError) as e:  # albert_tf's ConfigError is a ValueError
+    raise errors.UsageError(f"--config={FLAGS.config}: {e}") from None
+  if FLAGS.max_seq_length > config.max_position_embeddings:
+    raise errors.UsageError(
+        f"--max_seq_length={FLAGS.max_seq_length}: over the config's max_position_embeddings "
+        f"({config.max_position_embeddings}): give a length up to it")
+  if not os.path.isfile(FLAGS.spm_model_file):
+    raise FileNotFoundError(f"--spm_model_file: no such file: {FLAGS.spm_model_file}: give a "
+                            "SentencePiece .model file")
+  if not os.path.isdir(FLAGS.data_dir):
+    raise FileNotFoundError(f"--data_dir: no such directory: {FLAGS.data_dir}: give the GLUE "
+                            "data directory (its task folders hold the TSVs)")
+  return config
+
+
 def time_eval(model, path, dynamic):
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.finetuning.inputs import (  # pylint: disable=import-outside-toplevel
+      classifier_features, feature_dataset, in_file_order)
   forward = tf.function(lambda b: model(b)["logits"], reduce_retracing=True)
   batches = list(feature_dataset(path, classifier_features(FLAGS.max_seq_length), FLAGS.batch_size,
                                  False, FLAGS.max_seq_length, dynamic_length=dynamic))
@@ -82,6 +106,12 @@ def time_eval(model, path, dynamic):
 
 
 def time_train(config, path, dynamic):
+  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
+  from albert_tf.finetuning.inputs import classifier_features, feature_dataset
+  from albert_tf.finetuning.objectives import ClassificationObjective
+  from albert_tf.optimization import create_optimizer
+  from albert_tf.training.runner import Runner
   model = albert_tf.AlbertClassifier(config, 2, dropout_rate=0.0)
   runner = Runner(tf.distribute.get_strategy(), model, create_optimizer("adamw"),
                   TrainSettings(learning_rate=1e-5, num_train_steps=1000, num_warmup_steps=0,
@@ -99,8 +129,14 @@ def time_train(config, path, dynamic):
   return sum(times)
 
 
-def main(_):
-  config = _config()
+def main(argv):
+  if len(argv) > 1:
+    raise errors.UsageError(f"unexpected arguments {argv[1:]}: every setting is a --flag")
+  config = checked_config()
+  from albert_tf.core.startup import quiet_tensorflow_startup  # pylint: disable=import-outside-toplevel
+  quiet_tensorflow_startup()  # before TensorFlow's first import
+  from albert_tf.finetuning.inputs import (  # pylint: disable=import-outside-toplevel
+      classifier_features, feature_dataset)
   with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "features.tf_record")
     n = build_features(path)
@@ -127,4 +163,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

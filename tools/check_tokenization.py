@@ -16,7 +16,8 @@ non-blank line and reports how many lines differ, with examples, then one JSON l
 
 `repeated_run_ties` counts the differing lines where only the split of a run of one repeated
 character differs (the known cause); K - T > 0 means some other disagreement, worth reporting.
-Exit status 0 whatever the counts (it is a report); 2 for bad input (missing file or model).
+Exit status 0 whatever the counts (it is a report); 2 for bad input (missing file or model),
+told in one `error:` line as the binaries' (albert_tf.core.cli).
 """
 
 import importlib.metadata
@@ -27,9 +28,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags  # noqa: E402  pylint: disable=wrong-import-position
+from absl import flags  # noqa: E402  pylint: disable=wrong-import-position
 
-from albert_tf.core import io  # noqa: E402  pylint: disable=wrong-import-position
+from albert_tf.core import cli, errors, io  # noqa: E402  pylint: disable=wrong-import-position
 from albert_tf.data.corpus import corpus_lines  # noqa: E402  pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
@@ -50,13 +51,8 @@ _CONTEXT = 2  # equal pieces shown either side of a difference
 _WINDOW = 12  # at most this many pieces of a difference shown
 
 
-class BadInput(Exception):
+class BadInput(errors.UsageError):
   """A problem with the flags or files that the user must fix (exit status 2)."""
-
-
-def _fail(message):
-  print(f"check_tokenization: error: {message}", file=sys.stderr, flush=True)
-  sys.exit(2)
 
 
 def _check_flags():
@@ -307,13 +303,9 @@ def run(files):
 
 def main(argv):
   if len(argv) > 1:
-    _fail(f"unexpected arguments {argv[1:]}: pass the corpus with --input_file")
-  try:
-    files = _check_flags()
-    run(files)
-  except BadInput as e:
-    _fail(str(e))
+    raise BadInput(f"unexpected arguments {argv[1:]}: pass the corpus with --input_file")
+  run(_check_flags())
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

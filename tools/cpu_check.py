@@ -39,7 +39,7 @@ from albert_tf.core.hardware (the CPU's flags):
 A bar that does not apply to the CPU (or whose peer is missing) has passed null and `skipped`
 saying why; a measurement that failed fails its bars, with `error`.
 
-Int8 fidelity (issue 38's deliverable 3, reported, not a bar): each int8 file timed is of one
+Int8 fidelity (reported, not a bar): each int8 file timed is of one
 random-weight model, whose float32 outputs on the same ids are the reference
 (tools/benchmark.py --serving_fidelity): one line per runtime with pooled_cosine and
 sequence_cosine (the lowest over rows, and over real tokens) and meets_goal (both >= 0.999).
@@ -104,7 +104,7 @@ PEERS = {
                       "give an interpreter with keras-hub (pip install keras-hub)"),
 }
 
-# The bars' thresholds (issue 38).
+# The bars' thresholds.
 STEP_BAR = 0.9
 BF16_SAVED_MODEL_BARS = (("amx_bf16", 2.5, "AMX-BF16"), ("avx512_bf16", 1.7, "AVX512-BF16"))
 INT8_BARS = (("amx_int8", 8.0, "AMX-INT8"), ("avx512_vnni", 5.0, "AVX512-VNNI"),
@@ -190,7 +190,7 @@ def _first_bar(table, units):
 
 
 def comparisons(shape, units, cpu):
-  """Every bar of issue 38 at `shape`, with its threshold on a CPU of `units`.
+  """Every bar of the check at `shape`, with its threshold on a CPU of `units`.
 
   Args:
     shape: a Shape.
@@ -311,7 +311,7 @@ def exit_status(lines):
 
 
 def fidelity_meets_goal(line):
-  """Whether a fidelity line meets issue 38's goal: both cosines >= FIDELITY_GOAL and no
+  """Whether a fidelity line meets the fidelity goal: both cosines >= FIDELITY_GOAL and no
   changed argmax (False for a line that failed)."""
   return ("error" not in line and line["pooled_cosine"] >= FIDELITY_GOAL
           and line["sequence_cosine"] >= FIDELITY_GOAL and not line.get("argmax_changed"))

@@ -16,7 +16,9 @@ and one part failing or hanging must not cost the others' figures):
               mixed_bfloat16 and XLA, timed by tools/benchmark.py: seconds/step, TFLOP/s, MFU.
 
 Prints a PASS/FAIL summary (with device_check.sh's fixture-test result) and the figures; exits 1
-when any part failed. --output_json writes the same as one JSON object.
+when any part failed. --output_json writes the same as one JSON object (its directory is made
+before any part runs). A mistake in the flags is one `error:` line, exit status 2, as the
+binaries' (albert_tf.core.cli).
 """
 
 import json
@@ -30,6 +32,7 @@ import types
 from absl import app, flags
 
 import benchmark  # tools/benchmark.py: FLOP count, peak table, timed Runner step
+from albert_tf.core import cli, io  # no TensorFlow
 
 REPO_ROOT = benchmark.REPO_ROOT
 FIXTURE = os.path.join(REPO_ROOT, "tests", "testdata", "original_model")
@@ -274,14 +277,14 @@ def summary(results, tiny, fixture_tests):
 
 
 def _write_json(path, value):
-  with open(path, "w", encoding="utf-8") as f:
-    json.dump(value, f, indent=1)
-    f.write("\n")
+  io.write_text_atomically(path, json.dumps(value, indent=1) + "\n")
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments {argv[1:]}: every setting is a --flag")
+  if FLAGS.output_json:  # a path it cannot write is told now, not after the parts have run
+    io.makedirs(os.path.dirname(FLAGS.output_json))
   if FLAGS.part:
     try:
       result = run_part(FLAGS.part)
@@ -306,4 +309,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  cli.run(main)

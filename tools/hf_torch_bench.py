@@ -1,5 +1,5 @@
 """Times Hugging Face transformers' ALBERT in PyTorch as tools/benchmark.py times ours: the
-peer of tools/cpu_check.py (issue 38; issue 32's tools/amx_check.py before it), run in an
+peer of tools/cpu_check.py (and of tools/amx_check.py, its alias), run in an
 interpreter of its own.
 
   /tmp/hfvenv/bin/python tools/hf_torch_bench.py --config=base

@@ -1,5 +1,5 @@
-"""Times keras-hub's ALBERT as tools/benchmark.py times ours: a peer of tools/cpu_check.py
-(issue 38), run in an interpreter of its own (cpu_check's --kerashub_python).
+"""Times keras-hub's ALBERT as tools/benchmark.py times ours: a peer of tools/cpu_check.py,
+run in an interpreter of its own (cpu_check's --kerashub_python).
 
   python3 tools/kerashub_bench.py --config=base --batch_size=8 --seq_length=128
 

@@ -9,19 +9,20 @@ The counts come from `parameter_count`, a formula that tests/test_parameter_shar
 against built models; --build counts each AlbertModel instead (slower: it builds every variant).
 
 Importing this module loads neither TensorFlow nor albert_tf's models (the formula needs only
-the config's sizes).
+the config's sizes). A mistake is one `error:` line, as the binaries' (albert_tf.core.cli).
 """
 # pylint: disable=import-outside-toplevel
 
 import os
 import sys
 
-from absl import app, flags
+from absl import flags
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
+from albert_tf.core import cli, errors  # noqa: E402  no TensorFlow
 from albert_tf.core.config import PARAMETER_SHARING, AlbertConfig  # noqa: E402  no TensorFlow
 
 FLAGS = flags.FLAGS
@@ -102,12 +103,29 @@ def define_flags():
   flags.DEFINE_bool("build", False, "Count built AlbertModels rather than by the formula.")
 
 
-def main(_):
-  config = AlbertConfig.from_json_file(FLAGS.config)
-  sizes = [int(e) for e in FLAGS.embedding_sizes]
+def embedding_sizes(values):
+  """The --embedding_sizes as positive ints, else errors.UsageError naming the flag."""
+  try:
+    sizes = [int(e) for e in values]
+  except ValueError:
+    sizes = []
+  if not sizes or min(sizes) < 1:
+    raise errors.UsageError(f"--embedding_sizes={','.join(values)}: give positive integers "
+                            "separated by commas, e.g. --embedding_sizes=128,768")
+  return sizes
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise errors.UsageError(f"unexpected arguments {argv[1:]}: every setting is a --flag")
+  sizes = embedding_sizes(FLAGS.embedding_sizes)
+  try:
+    config = AlbertConfig.from_json_file(FLAGS.config)
+  except (FileNotFoundError, errors.ConfigError) as e:
+    raise type(e)(f"--config={FLAGS.config}: {e}: give an albert_config.json") from None
   print(format_table(table(config, sizes, built_count if FLAGS.build else parameter_count)))
 
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -6,7 +6,8 @@
 
 Prints each output as JSON. gRPC uses tensorflow-serving-api's PredictRequest; REST posts the
 documented body {"signature_name": ..., "inputs": {...}} to /v1/models/<model>:predict.
-Bad flags, an unreachable server or an error answer print one line (no traceback) and exit 1.
+A mistake is one `error:` line (no traceback), as the binaries' (albert_tf.core.cli): bad flags
+or inputs exit 2, an unreachable server or an error answer 1.
 """
 
 import json
@@ -15,8 +16,13 @@ import sys
 import urllib.error
 import urllib.request
 
-from absl import app, flags
+from absl import flags
 import numpy as np
+
+# The repository root, for albert_tf when this file runs from a checkout that is not installed.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from albert_tf.core import cli, errors  # noqa: E402  pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("server", "localhost:8500", "host:port (8500 gRPC, 8501 REST by default).")
@@ -34,12 +40,13 @@ flags.DEFINE_float("timeout", 30.0, "Seconds to wait for the answer.")
 _EXAMPLE_IDS = "[[2, 13, 79, 3]]"
 
 
-class ClientError(Exception):
-  """A failure reported in one line, without a traceback: bad inputs, or no usable answer."""
+class ClientError(errors.AlbertError):
+  """A failure reported in one line, without a traceback (exit status 1): no usable answer, or
+  no package to ask with."""
 
 
-class InputError(ClientError, ValueError):
-  """Inputs that cannot make a request."""
+class InputError(errors.UsageError):
+  """Inputs that cannot make a request (a usage error: exit status 2)."""
 
 
 class ServerError(ClientError, RuntimeError):
@@ -183,7 +190,7 @@ def _inputs_from_flags():
               for name in ("input_ids", "input_mask", "segment_ids", "mlm_positions")}
     return token_inputs(**values)
   if not FLAGS.text:
-    raise app.UsageError("give --text (text signatures) or --input_ids (token signatures)")
+    raise InputError("give --text (text signatures) or --input_ids (token signatures)")
   return text_inputs(FLAGS.text, FLAGS.text_b)
 
 
@@ -200,18 +207,18 @@ def _predict(inputs):
 
 
 def main(argv):
-  del argv
-  # The repository root is on sys.path (see __main__). gRPC requests import TensorFlow.
+  if len(argv) > 1:
+    raise InputError(f"unexpected arguments {argv[1:]}: every setting is a --flag (quote a "
+                     "--text with spaces)")
+  if not FLAGS.timeout > 0:
+    raise InputError(f"--timeout={FLAGS.timeout}: give the seconds to wait, above 0")
+  # gRPC requests import TensorFlow.
   from albert_tf.core.startup import quiet_tensorflow_startup  # pylint: disable=import-outside-toplevel
   quiet_tensorflow_startup()
-  try:
-    outputs = _predict(_inputs_from_flags())
-  except ClientError as e:
-    sys.exit(f"serving_client: error: {e}")
+  outputs = _predict(_inputs_from_flags())
   for name, value in sorted(outputs.items()):
     print(json.dumps({name: np.asarray(value).tolist()}))
 
 
 if __name__ == "__main__":
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  app.run(main)
+  cli.run(main)

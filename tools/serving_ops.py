@@ -7,11 +7,21 @@
   # The allowlist itself: run with the TensorFlow and tensorflow-text of the target, e.g. in a
   # venv with tensorflow-cpu==2.12.0 tensorflow-text==2.12.1 (writing needs no albert_tf).
   python tools/serving_ops.py --write_allowlist=serving_ops_tf2.12.txt
+
+A mistake is one `error:` line, exit status 2, as the binaries' (albert_tf.core.cli), whose
+cli.run is not used here: writing runs where albert_tf may not be installed.
 """
 
 import argparse
 import os
 import sys
+
+
+class OneLineErrors(argparse.ArgumentParser):
+  """argparse whose usage errors are one `error: ...` line and exit status 2."""
+
+  def error(self, message):
+    self.exit(2, f"error: {message}\n")
 
 
 def registered_ops():
@@ -53,21 +63,42 @@ def check(saved_model, allowlist):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = OneLineErrors(description=__doc__.split("\n\n")[0])
   parser.add_argument("--saved_model", help="SavedModel directory (<export_dir>/<version>).")
   parser.add_argument("--allowlist", help="Op list to check against.")
   parser.add_argument("--write_allowlist", help="Write this TensorFlow's op list here.")
   args = parser.parse_args()
   if args.write_allowlist:
+    directory = os.path.dirname(args.write_allowlist)
+    if directory and not os.path.isdir(directory):
+      parser.error(f"--write_allowlist: {directory} is not a directory: create it, or give a "
+                   "path in an existing one")
     write_allowlist(args.write_allowlist)
     return 0
   if not (args.saved_model and args.allowlist):
     parser.error("give --saved_model and --allowlist, or --write_allowlist")
-  for flag, path in (("--saved_model", os.path.join(args.saved_model, "saved_model.pb")),
-                     ("--allowlist", args.allowlist)):
-    if not os.path.exists(path):
-      parser.error(f"{flag}: {path} not found")
+  problem = saved_model_problem(args.saved_model)
+  if problem:
+    parser.error(problem)
+  if not os.path.isfile(args.allowlist):
+    what = "is not a file" if os.path.exists(args.allowlist) else "not found"
+    parser.error(f"--allowlist: {args.allowlist} {what}: give an op list file (such as "
+                 "tests/testdata/serving_ops_tf2.12.txt)")
   return check(args.saved_model, args.allowlist)
+
+
+def saved_model_problem(path):
+  """What is wrong with --saved_model=`path` (no saved_model.pb in it), or None."""
+  if os.path.isfile(os.path.join(path, "saved_model.pb")):
+    return None
+  versions = sorted((name for name in (os.listdir(path) if os.path.isdir(path) else ())
+                     if name.isdigit()
+                     and os.path.isfile(os.path.join(path, name, "saved_model.pb"))), key=int)
+  if versions:
+    return (f"--saved_model: {path} holds versions, not a SavedModel: give a version folder, "
+            f"e.g. --saved_model={os.path.join(path, versions[-1])}")
+  return (f"--saved_model: {os.path.join(path, 'saved_model.pb')} not found: give a SavedModel "
+          "directory (<export_dir>/<version>)")
 
 
 if __name__ == "__main__":
