@@ -8,6 +8,7 @@ import tomllib
 
 import pytest
 
+import installed_package
 from helpers import REPO_ROOT
 
 
@@ -104,3 +105,32 @@ def test_the_installed_wheel_imports_and_answers_help(installed_bin, tmp_path):
     # cli.help_text: the binary's flags and the shared ones (tests/test_help.py), status 0.
     assert result.returncode == 0 and "\n  --verbose: " in result.stdout.replace("[no]", ""), (
         script, result.stdout[-2000:], result.stderr[-2000:])
+
+
+@pytest.mark.slow
+def test_a_venv_over_the_running_packages_sees_them_when_they_are_a_venvs(wheel, tmp_path):
+  # The README's set-up runs the tests in a venv: a venv made from there over the running
+  # packages must see that venv's own site-packages (where requirements.txt went), not its base
+  # interpreter's. Outer: a venv over this interpreter's packages, with a module of its own;
+  # inner: made from outer's python as the fixture makes one.
+  outer_bin = installed_package.install_in_venv(wheel, tmp_path / "outer")
+  outer_python = os.path.join(outer_bin, "python")
+  outer_site = subprocess.run([outer_python, "-c", "import site; print(site.getsitepackages()[0])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+  with open(os.path.join(outer_site, "only_in_the_outer_venv.py"), "w", encoding="utf-8") as f:
+    f.write("")
+  make_inner = (f"import sys; sys.path.insert(0, {os.path.join(REPO_ROOT, 'tests')!r}); "
+                "import installed_package; "
+                f"print(installed_package.install_in_venv({wheel!r}, {str(tmp_path / 'inner')!r}))")
+  made = subprocess.run([outer_python, "-c", make_inner], cwd=tmp_path, capture_output=True,
+                        text=True, timeout=900)
+  assert made.returncode == 0, made.stderr[-3000:]
+  inner_python = os.path.join(made.stdout.split()[-1], "python")
+  where = subprocess.run(
+      [inner_python, "-c", "import albert_tf, only_in_the_outer_venv as m; "
+       "print(albert_tf.__file__); print(m.__file__)"],
+      cwd=tmp_path, capture_output=True, text=True, timeout=300)
+  assert where.returncode == 0, where.stderr[-2000:]
+  albert_tf_file, module_file = where.stdout.split()
+  assert albert_tf_file.startswith(str(tmp_path / "inner")), albert_tf_file
+  assert module_file == os.path.join(outer_site, "only_in_the_outer_venv.py"), module_file
