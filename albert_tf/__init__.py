@@ -7,10 +7,12 @@ both come from one table, albert_tf.registry. Importing albert_tf changes nothin
 (the environment included), but for keeping TensorFlow's start-up notices (its INFO lines, and
 the cuInit error of a machine without an NVIDIA driver) out of stderr while TensorFlow is
 imported, as the binaries do (albert_tf.core.startup.quiet_tensorflow_import): a script that
-follows the docs prints its own output only. TF_CPP_MIN_LOG_LEVEL=0 shows them.
+follows the docs prints its own output only. TF_CPP_MIN_LOG_LEVEL=0 shows them. The modules
+0.3.0 moved import under their old names, with a DeprecationWarning (albert_tf.core.deprecation).
 """
 
 from albert_tf import registry as _registry
+from albert_tf.core import deprecation as _deprecation
 from albert_tf.core import lazy as _lazy
 from albert_tf.core import startup as _startup
 
@@ -27,7 +29,9 @@ _LAZY = dict(
 __all__ = sorted(_LAZY)
 
 _registry.register_with_keras()
+_deprecation.install()
 _startup.quiet_tensorflow_import()
 
 
-__getattr__ = _lazy.module_getattr(__name__, _LAZY)
+# Moved modules (albert_tf.settings, ...) answer as attributes too, as their alias.
+__getattr__ = _deprecation.package_getattr(__name__, _lazy.module_getattr(__name__, _LAZY))

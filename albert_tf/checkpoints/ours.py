@@ -6,7 +6,7 @@ import collections
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from albert_tf.core import errors
+from albert_tf.core import deprecation, errors
 from albert_tf.checkpoints import layout, original
 
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -123,3 +123,10 @@ def _weight_paths(graph):
       paths[child.node_id] = path
     queue.extend((c, f"{path}/{c.local_name}") for c in node.children)
   return paths
+
+
+# Loading any format, and a checkpoint's step, moved to formats (albert_tf.load_checkpoint).
+__getattr__ = deprecation.moved_names(__name__, {
+    "checkpoint_global_step": "albert_tf.checkpoints.formats",
+    "load_checkpoint": "albert_tf.checkpoints.formats",
+})

@@ -12,7 +12,7 @@ import logging
 import math
 import os
 
-from albert_tf.core import errors
+from albert_tf.core import deprecation, errors
 from albert_tf.core import io
 
 logger = logging.getLogger("albert_tf")
@@ -288,6 +288,14 @@ class AlbertConfig:
     values = self.to_dict()
     values.update(changes)
     return AlbertConfig.from_dict(values)
+
+  # Hugging Face's config.json moved to the interop layer (albert_tf.checkpoints.hf_config).
+  from_hf_config = deprecation.moved_function(
+      "albert_tf.AlbertConfig.from_hf_config",
+      "albert_tf.checkpoints.hf_config.from_hf_config")
+  to_hf_config = deprecation.moved_function(
+      "albert_tf.AlbertConfig.to_hf_config",
+      "albert_tf.checkpoints.hf_config.to_hf_config", bound=True)
 
   def differences(self, other: "AlbertConfig", fields=ARCHITECTURE_FIELDS) -> list:
     """`field: this value vs other's` for each of `fields` in which `other` differs (hidden_act

@@ -10,3 +10,10 @@ from albert_tf.layers.common import Dense, LayerNorm, attention_mask_adder, laye
 from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.heads import MaskedLMHead, PooledLogits, Pooler
 from albert_tf.layers.transformer import AttentionFFNBlock, SharedTransformer, group_index
+from albert_tf.core import deprecation as _deprecation
+
+# SQuAD's heads moved to their task's folder.
+__getattr__ = _deprecation.moved_names(__name__, {
+    "SpanLogits": "albert_tf.tasks.squad.heads",
+    "SquadV2Head": "albert_tf.tasks.squad.heads",
+})

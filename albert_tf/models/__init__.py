@@ -13,3 +13,12 @@ from albert_tf.models.losses import (classification_losses, masked_lm_loss, pret
                                      sentence_order_loss)
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.task import AlbertTask
+from albert_tf.core import deprecation as _deprecation
+
+# The task models moved to their task's folder (albert_tf.tasks.<task>.model).
+__getattr__ = _deprecation.moved_names(__name__, {
+    "AlbertClassifier": "albert_tf.tasks.classifier.model",
+    "AlbertMultipleChoice": "albert_tf.tasks.race.model",
+    "AlbertSpanLabeler": "albert_tf.tasks.squad.model",
+    "AlbertSquadV2": "albert_tf.tasks.squad.model",
+})
