@@ -303,6 +303,8 @@ def test_export_saved_model_serves_an_hf_encoder(tmp_path, reference):
 
 @pytest.mark.slow
 def test_binaries_without_a_config_say_which_flag_to_give(tmp_path):
+  # A run's directory (its `checkpoint` file) with no config beside it.
+  (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-1"\n')
   result = run_binary("export_saved_model", [f"--init_checkpoint={tmp_path}",
                                              f"--export_dir={tmp_path / 'export'}"], check=False)
   assert result.returncode != 0

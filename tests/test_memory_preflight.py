@@ -210,8 +210,11 @@ def test_eval_estimate_within_2x_of_measured_peak_rss(tmp_path):
 def test_an_export_of_an_absurd_config_is_refused_before_writing(binary, flags, what, tmp_path):
   config = _absurd_config_file(str(tmp_path))
   out = tmp_path / "out"
-  # A checkpoint prefix without a config beside it: the absurd config is the one compared.
+  # A checkpoint prefix without a config beside it: the absurd config is the one compared. Its
+  # index (empty) passes the flags' check; the memory check must refuse before it is read.
   ckpt = tmp_path / "ckpt" / "model.ckpt-0"
+  ckpt.parent.mkdir()
+  (tmp_path / "ckpt" / "model.ckpt-0.index").write_bytes(b"")
   result = run_binary(binary, [f"--albert_config_file={config}"] + [
       f.format(out=out, ckpt=ckpt) for f in flags], check=False, timeout=120)
   assert result.returncode == 1, result.stderr[-3000:]
