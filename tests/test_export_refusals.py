@@ -62,6 +62,17 @@ def test_an_existing_output_file_is_refused_before_the_model(tmp_path, binary):
   assert os.listdir(tmp_path) == ["model.out"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("binary", PORTABLE)
+def test_an_unreadable_checkpoint_is_one_line(tmp_path, binary):
+  # _portable's checkpoint: an empty index, read when the export looks for the checkpoint's head.
+  result = _portable(binary, tmp_path / "model.out", "--max_seq_length=64")
+  assert result.returncode == errors.FAILED_RUN_EXIT_CODE
+  line = _one_error_line(result)
+  assert "cannot read checkpoint" in line and "model.ckpt-1.index or .data-* file" in line, line
+  assert not os.listdir(tmp_path)
+
+
 @pytest.mark.parametrize("binary", PORTABLE)
 def test_a_directory_as_output_file_is_refused(tmp_path, binary):
   (tmp_path / "dir").mkdir()

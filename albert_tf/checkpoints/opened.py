@@ -66,7 +66,9 @@ class UnreadableCheckpointError(errors.CheckpointError):
   """A checkpoint whose index or data files cannot be read (truncated, corrupt)."""
 
 
-def _open_reader(prefix):
+def open_reader(prefix):
+  """A TF checkpoint's reader (UnreadableCheckpointError naming its files where they cannot be
+  read)."""
   try:
     return original.checkpoint_reader(prefix)
   except _READ_ERRORS as e:
@@ -130,7 +132,7 @@ class OpenedCheckpoint:
   def _reader(self):
     """The TF checkpoint's reader, opened once (UnreadableCheckpointError naming its files)."""
     if self._reader_of is None:
-      self._reader_of = _open_reader(self.location)
+      self._reader_of = open_reader(self.location)
     return self._reader_of
 
   @property

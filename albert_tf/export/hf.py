@@ -10,7 +10,7 @@ from albert_tf.core import errors, io
 from albert_tf.checkpoints import labels
 from albert_tf import registry
 from albert_tf.checkpoints import hf, hf_config, hf_heads, keras_hub, layout, load_checkpoint
-from albert_tf.checkpoints import original, ours
+from albert_tf.checkpoints import opened, original, ours
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
 from albert_tf.models import AlbertModel, AlbertPretrainer
 from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
@@ -215,9 +215,9 @@ def _head_shapes(checkpoint):
     tensors, _ = keras_hub.preset_tensors(checkpoint)
     return {n: v.shape for n, v in tensors.items()}, keras_hub.hf_architecture(checkpoint)
   prefix = original.resolve_checkpoint_path(checkpoint)
-  reader = original.checkpoint_reader(prefix)
+  reader = opened.open_reader(prefix)
   variables = reader.get_variable_to_shape_map()
-  if ours.is_original_layout(prefix):
+  if ours.is_original_layout_names(variables):
     return {n: s for n, s in variables.items() if layout.is_model_weight_name(n)}, None
   graph = ours._object_graph(reader, prefix)  # pylint: disable=protected-access
   shapes = {}
