@@ -67,7 +67,8 @@ def _config():
 
 
 def checked_config():
-  """The --config, the other flags checked against it and the files they name.
+  """The --config, the other flags checked against it and --data_dir (cli.run checks
+  --spm_model_file, as every binary's).
 
   Raises:
     errors.UsageError, FileNotFoundError: naming the flag and the fix.
@@ -80,9 +81,6 @@ def checked_config():
     raise errors.UsageError(
         f"--max_seq_length={FLAGS.max_seq_length}: over the config's max_position_embeddings "
         f"({config.max_position_embeddings}): give a length up to it")
-  if not os.path.isfile(FLAGS.spm_model_file):
-    raise FileNotFoundError(f"--spm_model_file: no such file: {FLAGS.spm_model_file}: give a "
-                            "SentencePiece .model file")
   if not os.path.isdir(FLAGS.data_dir):
     raise FileNotFoundError(f"--data_dir: no such directory: {FLAGS.data_dir}: give the GLUE "
                             "data directory (its task folders hold the TSVs)")

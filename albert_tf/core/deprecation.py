@@ -134,7 +134,7 @@ def install():
     sys.meta_path.append(_FINDER)
 
 
-def moved_names(module_name, new_home_of, fallback=None):
+def moved_names(module_name, new_home_of):
   """A module `__getattr__` for names that left module `module_name`.
 
     __getattr__ = deprecation.moved_names(__name__, {
@@ -143,9 +143,7 @@ def moved_names(module_name, new_home_of, fallback=None):
   Args:
     module_name: the module's `__name__`.
     new_home_of: {old name: the module that defines it now (under the same name)}.
-    fallback: the module's own `__getattr__` for other names (a lazy table), if it has one.
   """
-
   MOVED_NAMES.update({f"{module_name}.{name}": f"{home}.{name}"
                       for name, home in new_home_of.items()})
 
@@ -154,8 +152,6 @@ def moved_names(module_name, new_home_of, fallback=None):
       home = new_home_of[name]
       warn_moved(f"{module_name}.{name}", f"{home}.{name}", stacklevel=2)
       return getattr(importlib.import_module(home), name)
-    if fallback is not None:
-      return fallback(name)
     raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
   return getattr_
