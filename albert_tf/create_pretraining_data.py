@@ -13,7 +13,9 @@ existing directory, or any path ending in '/', created if missing) writes
 Flags that would write useless records (no masked positions, no instances) and outputs that would
 be one file (inputs with the same base name into one directory) are refused before any work.
 Outputs are written as `.<name>.tmp-<pid>` beside them and renamed when complete: a failed run
-leaves neither a temporary nor a partial output.
+leaves neither a temporary nor a partial output. The last line says how much of what was written
+is padding (real tokens over records x max_seq_length) and how many sequences a row
+run_pretraining --pack_sequences would fit (tools/padding_report.py measures existing files).
 """
 
 from absl import app, flags
@@ -23,6 +25,7 @@ from albert_tf.core import cli, errors, path_checks
 from albert_tf.core.startup import quiet_tensorflow_startup
 
 from albert_tf.core import io as files
+from albert_tf.data import padding
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.tokenization.chinese_words import SEGMENTERS
 from albert_tf.data.pretraining_data import (GenerationSettings, Progress,
@@ -171,6 +174,22 @@ def _generate(settings):
   else:
     stats = generate(input_files, output_files, settings, Progress())
   Progress().log(f"done: {stats}")
+  Progress().log(padding.summary_line(written_stats(stats, settings)))
+
+
+def written_stats(stats, settings):
+  """The padding.PaddingStats of the records a run wrote, from its counts.
+
+  Args:
+    stats: generate's (or the per-file modes' summed) counts: instances, real_tokens,
+      packed_rows.
+    settings: the run's GenerationSettings.
+  """
+  length = settings.instance.max_seq_length
+  return padding.PaddingStats(
+      records=stats["instances"], real_tokens=stats["real_tokens"],
+      positions=stats["instances"] * length, packed_rows=stats["packed_rows"],
+      max_seq_length=length)
 
 
 def run():

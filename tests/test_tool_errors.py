@@ -9,13 +9,12 @@ also keeps this file fast.
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from tool_runs import error_line, run_tool
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOOLS = os.path.join(REPO_ROOT, "tools")
 SAMPLE_CORPUS = os.path.join(REPO_ROOT, "data", "sample", "corpus.txt")
 TINY_CONFIG = os.path.join(REPO_ROOT, "tests", "testdata", "original_model", "albert_config.json")
 ALLOWLIST = os.path.join(REPO_ROOT, "tests", "testdata", "serving_ops_tf2.12.txt")
@@ -23,30 +22,6 @@ SPM_MODEL = os.path.join(REPO_ROOT, "tests", "testdata", "original_pretraining_d
                          "30k-clean-tiny.model")
 MISSING = "/nonexistent/corpus.txt"
 
-# Runs the tool as `python3 tools/<tool>.py` does (its folder first on sys.path), with
-# `import tensorflow` raising ImportError.
-_WITHOUT_TENSORFLOW = (
-    "import os, runpy, sys\n"
-    "sys.modules['tensorflow'] = None\n"
-    "sys.argv = sys.argv[1:]\n"
-    "sys.path[0] = os.path.dirname(sys.argv[0])\n"
-    "runpy.run_path(sys.argv[0], run_name='__main__')\n")
-
-
-def run_tool(tool, *args, cwd=REPO_ROOT):
-  return subprocess.run(
-      [sys.executable, "-c", _WITHOUT_TENSORFLOW, os.path.join(TOOLS, tool)] + list(args),
-      cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
-
-
-def error_line(result, exit_status):
-  """The one `error: ` line of a tool's failed run, checked to be all it wrote."""
-  assert "Traceback" not in result.stderr, result.stderr[-3000:]
-  assert result.returncode == exit_status, (result.returncode, result.stderr[-3000:])
-  lines = result.stderr.splitlines()
-  assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-3000:]
-  assert result.stdout == "", result.stdout[-2000:]
-  return lines[0]
 
 
 @pytest.fixture(name="latin1_corpus")

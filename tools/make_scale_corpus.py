@@ -18,15 +18,10 @@ import random
 from absl import flags
 
 from albert_tf.core import cli, errors, io
+from albert_tf.data.corpus import read_corpus_documents
 
 DEFAULT_SEED_CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                    "tests", "testdata", "original_pretraining_data", "corpus.txt")
-
-
-def read_documents(path):
-  with open(path, encoding="utf-8") as f:
-    blocks = f.read().split("\n\n")
-  return [b.strip("\n") for b in blocks if b.strip()]
 
 
 def write_corpus(documents, size_bytes, output, seed):
@@ -59,23 +54,14 @@ def check_flags():
     raise errors.UsageError("--output is empty: give the path of the corpus file to write")
   if os.path.isdir(FLAGS.output):
     raise errors.UsageError(f"--output={FLAGS.output} is a directory: give a file's path")
-  if not os.path.isfile(FLAGS.seed_corpus):
-    raise FileNotFoundError(f"--seed_corpus: no such file: {FLAGS.seed_corpus}: give a corpus "
-                            "(one sentence a line, blank lines between documents)")
 
 
 def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments {argv[1:]}: every setting is a --flag")
   check_flags()
-  try:
-    documents = read_documents(FLAGS.seed_corpus)
-  except UnicodeDecodeError:
-    raise errors.DataFormatError(f"--seed_corpus: {FLAGS.seed_corpus} is not UTF-8 text: "
-                                 "re-encode it as UTF-8 (e.g. iconv)") from None
-  if not documents:
-    raise errors.DataFormatError(f"--seed_corpus: no documents in {FLAGS.seed_corpus}: give a "
-                                 "corpus with text")
+  documents = ["\n".join(lines) for lines in read_corpus_documents(FLAGS.seed_corpus,
+                                                                  "--seed_corpus")]
   io.makedirs(os.path.dirname(FLAGS.output))
   written = write_corpus(documents, int(FLAGS.size_mb * 1e6), FLAGS.output, FLAGS.seed)
   print(f"wrote {written} bytes ({len(documents)} distinct documents) to {FLAGS.output}")

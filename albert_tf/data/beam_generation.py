@@ -9,7 +9,8 @@ Input file i is generated alone, seeded with random_seed + i, into its own outpu
 written through Beam's FileSystems (local, gs://, hdfs://, s3:// as the Beam installation
 supports), outputs atomically (a hidden temporary renamed into place), so a retried element
 leaves one complete file. Counters (namespace `create_pretraining_data`): files, documents,
-instances, skipped_documents.
+instances, skipped_documents, and real_tokens and packed_rows (generate's, for the end line on
+padding).
 
 Temporaries of killed writers (`.<name>.tmp-<pid>` next to an output) are removed when the next
 run starts, by the launcher (remove_stale_temps), each one logged: a local one when its pid runs
@@ -40,7 +41,8 @@ from albert_tf.data.pretraining_data import (FileAccess, check_one_output_per_in
                                              generate_file)
 
 COUNTER_NAMESPACE = "create_pretraining_data"
-COUNTERS = ("files", "documents", "instances", "skipped_documents")
+COUNTERS = ("files", "documents", "instances", "skipped_documents", "real_tokens",
+            "packed_rows")
 # Age (of its last write) past which a remote output's temporary is taken for a dead writer's.
 STALE_TEMP_HOURS = 6.0
 
@@ -141,7 +143,7 @@ class GenerateFileFn(beam.DoFn):
     stats = generate_file(index, input_file, output_file, self._worker_settings,
                           BEAM_FILE_ACCESS)
     self.counters["files"].inc()
-    for name in ("documents", "instances", "skipped_documents"):
+    for name in COUNTERS[1:]:
       self.counters[name].inc(stats[name])
     yield output_file
 

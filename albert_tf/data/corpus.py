@@ -7,6 +7,7 @@ token), and a document is a small view over them, so a shard of hundreds of MB f
 """
 
 import codecs
+import os
 from array import array
 
 from albert_tf.core import errors
@@ -159,3 +160,34 @@ class CorpusReader:
             starts = word_start_flags(pieces, starts, self.segment)
           corpus.add_sentence(tok.convert_tokens_to_ids(pieces), starts)
     return corpus
+
+
+def read_corpus_documents(path, flag):
+  """The documents of corpus file `path` (one sentence a line, blank lines between documents),
+  each a list of its stripped lines, for the corpus tools.
+
+  Raises:
+    FileNotFoundError, errors.DataFormatError: a missing file, one that is not UTF-8 text or
+      holds no text; each message names `flag` (e.g. "--input") and the fix.
+  """
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"{flag}: no such file: {path}: give a corpus (one sentence a line, "
+                            "blank lines between documents)")
+  documents, current = [], []
+  try:
+    with open(path, encoding="utf-8") as f:
+      for line in f:
+        line = line.strip()
+        if line:
+          current.append(line)
+        elif current:
+          documents.append(current)
+          current = []
+  except UnicodeDecodeError:
+    raise errors.DataFormatError(f"{flag}: {path} is not UTF-8 text: re-encode it as UTF-8 "
+                                 "(e.g. iconv)") from None
+  if current:
+    documents.append(current)
+  if not documents:
+    raise errors.DataFormatError(f"{flag}: no documents in {path}: give a corpus with text")
+  return documents

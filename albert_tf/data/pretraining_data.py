@@ -1,5 +1,6 @@
 """create_pretraining_data as a library: corpus files -> shuffled masked instances -> TFRecords."""
 
+from array import array
 import concurrent.futures
 import dataclasses
 import multiprocessing
@@ -13,7 +14,7 @@ import numpy as np
 
 from albert_tf.core import errors
 from albert_tf.core import io as files
-from albert_tf.data import tfrecords
+from albert_tf.data import padding, tfrecords
 from albert_tf.data.corpus import CorpusReader, TokenizedCorpus
 from albert_tf.data.instances import (InstanceOptions, SpecialIds, instances_by_document,
                                       shuffled_order)
@@ -257,7 +258,9 @@ def open_writers(output_files, atomic_file=files.AtomicFile):
 def generate(input_files, output_files, settings, progress=None, access=DEFAULT_FILE_ACCESS,
              allow_empty=False):
   """Writes the instances of `input_files` round-robin into `output_files` (the original's
-  single-process behaviour). Returns {"documents", "instances", "skipped_documents"}.
+  single-process behaviour). Returns {"documents", "instances", "skipped_documents",
+  "real_tokens", "packed_rows"}: the last two, summed over the outputs, those of
+  padding.PaddingCounter on each output's records in their order (for the end line).
 
   A corpus without text is an error, unless allow_empty (the per-file modes: one empty shard of
   thousands then gets an empty output, as the original run on it alone writes, instead of
@@ -289,6 +292,7 @@ def generate(input_files, output_files, settings, progress=None, access=DEFAULT_
     sampler = NgramSampler(settings.ngram, settings.favor_shorter_ngram,
                            np.random.RandomState(settings.random_seed))
     total = settings.dupe_factor * len(documents)
+    lengths = array("I")  # each instance's real tokens, for the padding counts
     with RecordSpill() as spill:
       progress.begin()
       for step, instances in instances_by_document(documents, options, special,
@@ -297,14 +301,17 @@ def generate(input_files, output_files, settings, progress=None, access=DEFAULT_
           spill.append(serialize_instance(instance, options.max_seq_length,
                                           options.max_predictions_per_seq,
                                           options.do_permutation))
+          lengths.append(len(instance.input_ids))
         progress.update(step, total, f"creating instances: pass {1 + (step - 1) // len(documents)}"
                         f"/{settings.dupe_factor}, {len(spill)} instances")
       rate = len(spill) / max(time.time() - progress.start, 1e-9)
       progress.log(f"{len(spill)} instances ({rate:.0f} instances/s); writing them in shuffled "
                    "order")
       order = shuffled_order(len(spill), rng)
+      counters = [padding.PaddingCounter(options.max_seq_length) for _ in writers]
       for k, record in enumerate(spill.read_in_order(order)):
         writers[k % len(writers)].write(record)
+        counters[k % len(writers)].add(lengths[order[k]])
       num_instances = len(spill)
     for w in writers:
       w.close()
@@ -313,8 +320,10 @@ def generate(input_files, output_files, settings, progress=None, access=DEFAULT_
       w.abort()
     raise
   progress.log(f"wrote {num_instances} instances to {len(output_files)} file(s)")
+  written = padding.PaddingStats.combine(c.stats() for c in counters)
   return {"documents": len(documents), "instances": num_instances,
-          "skipped_documents": corpus.skipped_documents}
+          "skipped_documents": corpus.skipped_documents, "real_tokens": written.real_tokens,
+          "packed_rows": written.packed_rows}
 
 
 def generate_file(index, input_file, output_file, settings, access=DEFAULT_FILE_ACCESS):

@@ -58,7 +58,8 @@ def encode_example(features):
   return _length_delimited(1, entries)
 
 
-def _masked_crc(data):
+def masked_crc(data):
+  """The TFRecord framing's checksum of `data` (bytes): CRC-32C, rotated and offset."""
   crc = google_crc32c.value(data)
   return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
@@ -66,8 +67,8 @@ def _masked_crc(data):
 def frame_record(data):
   """One TFRecord: uint64 length, masked CRC of the length, data, masked CRC of the data."""
   length = struct.pack("<Q", len(data))
-  return b"".join((length, struct.pack("<I", _masked_crc(length)), data,
-                   struct.pack("<I", _masked_crc(data))))
+  return b"".join((length, struct.pack("<I", masked_crc(length)), data,
+                   struct.pack("<I", masked_crc(data))))
 
 
 class AtomicTFRecordWriter:
