@@ -60,6 +60,18 @@ flags.DEFINE_float("sentence_order_loss_weight", 1.0,
                    "--random_next_sentence. 0 trains the masked LM alone (the paper's Table 5 "
                    "ablation; no sentence-order metrics are logged in training, eval still "
                    "reports them).", lower_bound=0.0)
+flags.DEFINE_bool("pack_sequences", False,
+                  "Pack several of the records' sequences into each row of --max_seq_length "
+                  "(the records stay as create_pretraining_data wrote them). Each sequence "
+                  "attends only to itself, with its own positions, masked tokens and "
+                  "sentence-order label: the same losses per sequence as unpacked, with less "
+                  "padding to compute. A step then trains on more sequences: "
+                  "--train_batch_size counts rows. Pays when the records pad much (see "
+                  "tools/padding_report.py).")
+flags.DEFINE_integer("max_sequences_per_row",
+                     settings.PretrainingSettings.max_sequences_per_row,
+                     "With --pack_sequences, the most sequences one row holds (a fixed number "
+                     "keeps shapes static for XLA and TPUs).")
 common_flags.define_run_flags()
 
 

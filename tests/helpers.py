@@ -1,5 +1,6 @@
 """Shared test helpers: fixture paths and an independent TF1-checkpoint writer."""
 
+import json
 import os
 import socket
 import subprocess
@@ -62,10 +63,31 @@ def free_ports(n):
   return ports
 
 
-def assert_same_checkpoint_values(prefix_a, prefix_b):
-  """Every variable value of two of our checkpoints is bit-identical (and there are many)."""
+def assert_same_checkpoint_values(prefix_a, prefix_b, atol=None):
+  """Every variable value of two of our checkpoints is bit-identical (and there are many), or
+  within `atol` where the two runs computed in other orders."""
   a, b = tf.train.load_checkpoint(str(prefix_a)), tf.train.load_checkpoint(str(prefix_b))
   names = [n for n in a.get_variable_to_shape_map() if "VARIABLE_VALUE" in n]
   assert len(names) > 30
   for name in names:
-    np.testing.assert_array_equal(a.get_tensor(name), b.get_tensor(name), err_msg=name)
+    if atol is None:
+      np.testing.assert_array_equal(a.get_tensor(name), b.get_tensor(name), err_msg=name)
+    else:
+      np.testing.assert_allclose(a.get_tensor(name), b.get_tensor(name), atol=atol, err_msg=name)
+
+
+def run_workers(module, flags, count=2, timeout=600):
+  """Runs `python -m albert_tf.<module> <flags>` as `count` workers of one multi-worker cluster
+  on this host (TF_CONFIG each), and returns their stderr once all have exited 0."""
+  cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(count)]}
+  procs = []
+  for index in range(count):
+    env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
+                                                 "task": {"type": "worker", "index": index}}))
+    procs.append(subprocess.Popen([sys.executable, "-m", f"albert_tf.{module}"] + flags,
+                                  cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True))
+  outputs = [p.communicate(timeout=timeout) for p in procs]
+  for p, (_, err) in zip(procs, outputs):
+    assert p.returncode == 0, err[-3000:]
+  return [err for _, err in outputs]

@@ -20,8 +20,8 @@ from albert_tf.optimization import Lamb
 from albert_tf.core import settings
 from albert_tf.training import pretraining
 from albert_tf.training import runner as runners
-from helpers import (ORIGINAL_MODEL, REPO_ROOT, assert_same_checkpoint_values, free_ports,
-                     run_binary)
+from helpers import (ORIGINAL_MODEL, REPO_ROOT, assert_same_checkpoint_values, run_binary,
+                     run_workers)
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 FIXTURE_FLAGS = [
@@ -100,20 +100,9 @@ def test_eval_at_ckpt0_writes_the_original_metrics(tmp_path):
 
 @pytest.mark.slow
 def test_multi_worker_mirrored_two_processes(tmp_path):
-  ports = free_ports(2)
-  cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-  procs = []
-  for index in range(2):
-    env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
-                                                 "task": {"type": "worker", "index": index}}))
-    cmd = [sys.executable, "-m", "albert_tf.run_pretraining", f"--output_dir={tmp_path}",
-           "--strategy=multi_worker_mirrored"] + FIXTURE_FLAGS
-    procs.append(subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True))
-  outputs = [p.communicate(timeout=600) for p in procs]
-  for p, (_, err) in zip(procs, outputs):
-    assert p.returncode == 0, err[-3000:]
-  assert "with 2 replicas" in outputs[0][1] and "with 2 replicas" in outputs[1][1]
+  outputs = run_workers("run_pretraining", [f"--output_dir={tmp_path}",
+                                            "--strategy=multi_worker_mirrored"] + FIXTURE_FLAGS)
+  assert "with 2 replicas" in outputs[0] and "with 2 replicas" in outputs[1]
   _assert_weights_equal_fixture_ckpt4(str(tmp_path))
   assert not [f for f in os.listdir(tmp_path) if f.startswith(".worker")]
 

@@ -84,6 +84,7 @@ FLAG_BOUNDS = {
     "warmup_proportion": Bound(0.0, 1.0),
     "masked_lm_budget": Bound(0.0, 1.0, " (0: the records' own masks)"),
     "sentence_order_loss_weight": Bound(0.0, None, " (0: the masked LM alone)"),
+    "max_sequences_per_row": _count(1, " (1: one sequence a row, as unpacked)"),
     "dropout_prob": Bound(0.0, 0.999),
     "classifier_dropout": Bound(0.0, 0.999),
 }

@@ -102,6 +102,9 @@ class TrainSettings(CheckedSettings):
     jit_compile_fast_path: where XLA is the slower path for the device (mixed_bfloat16 on CPUs
       only), compile without it even with jit_compile (albert_tf.training.fast_path).
     clip_norm: the global-norm gradient clip (1.0, as the original).
+    recompute_activations: keep only each transformer layer's input in the forward pass and
+      recompute the layer's activations in the backward pass (less memory, the same gradients,
+      about a third more compute).
   """
   optimizer: str = "lamb"
   learning_rate: float = 0.00176
@@ -117,6 +120,7 @@ class TrainSettings(CheckedSettings):
   jit_compile: bool = False
   jit_compile_fast_path: bool = True
   clip_norm: float = 1.0
+  recompute_activations: bool = False
 
   def check(self):
     """The bounds, but num_train_steps may be 0: the model of a job that does not train (SQuAD's
@@ -200,6 +204,9 @@ class PretrainingSettings(JobSettings):
     spm_model_file: with masked_lm_budget, where the ids of [CLS], [SEP], [MASK] come from.
     sentence_order_loss_weight: the sentence loss's weight (SOP, or NSP on data made with
       --random_next_sentence); 0 trains the masked LM alone.
+    pack_sequences: pack several of the records' sequences into each row of max_seq_length
+      (attention within each sequence only; see albert_tf.data.packing).
+    max_sequences_per_row: with pack_sequences, the most sequences one row holds.
   """
   input_file: str
   max_predictions_per_seq: int = 20
@@ -210,6 +217,8 @@ class PretrainingSettings(JobSettings):
   masked_lm_budget: float = 0.0
   spm_model_file: Optional[str] = None
   sentence_order_loss_weight: float = 1.0
+  pack_sequences: bool = False
+  max_sequences_per_row: int = 4
 
 
 @dataclasses.dataclass(kw_only=True)

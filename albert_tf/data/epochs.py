@@ -63,7 +63,7 @@ def count_records(files):
   return int(counts.reduce(np.int64(0), lambda total, n: total + n))
 
 
-def cached_record_count(files, cache_path, writes=True):
+def cached_record_count(files, cache_path, writes=True, counter=None, field="records"):
   """count_records(files), kept in the JSON file cache_path by path with each file's size and
   modification time, so that a resumed run does not read the corpus again. A file whose size or
   time changed since (or that the cache lacks) is counted again, with a log line.
@@ -72,20 +72,27 @@ def cached_record_count(files, cache_path, writes=True):
     files: TFRecord paths.
     cache_path: the cache (in output_dir); None counts without one.
     writes: whether to write the cache (the chief of a multi-worker run).
+    counter: path -> int, what to count in each file instead of its records (e.g. the rows
+      its records pack into); None counts records.
+    field: the name of that count in each file's cache entry (one entry keeps several).
   """
+  count_file = counter or (lambda path: count_records([path]))
   if cache_path is None:
-    return count_records(files)
+    return sum(count_file(path) for path in files)
   cache = json.loads(io.read_text(cache_path)) if io.exists(cache_path) else {}
   total = 0
   for path in files:
     stat = tf.io.gfile.stat(path)
     key = {"size": stat.length, "mtime_nsec": stat.mtime_nsec}
     entry = cache.get(path)
-    if entry is None or {k: entry.get(k) for k in key} != key:
-      if entry is not None:
-        logger.info(f"{path} changed since its records were counted (size or time): counting again")
-      cache[path] = dict(key, records=count_records([path]))
-    total += cache[path]["records"]
+    if entry is not None and {k: entry.get(k) for k in key} != key:
+      logger.info(f"{path} changed since its records were counted (size or time): counting again")
+      entry = None
+    entry = dict(key) if entry is None else entry
+    if field not in entry:
+      entry[field] = count_file(path)
+    cache[path] = entry
+    total += entry[field]
   if writes:
     io.write_text_atomically(cache_path, json.dumps(cache, indent=1, sort_keys=True))
   return total

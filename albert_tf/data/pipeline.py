@@ -1,11 +1,12 @@
 """tf.data input pipelines for pretraining, as the original's input_fn (plus dynamic masking)."""
 
 import dataclasses
+import functools
 
 import tensorflow as tf
 
 from albert_tf.core import errors
-from albert_tf.data import dynamic_masking, epochs
+from albert_tf.data import dynamic_masking, epochs, packing
 from albert_tf.data.feature_check import check_first_record
 from albert_tf.core.io import expand_input_patterns
 
@@ -50,7 +51,7 @@ def decode_record(record, spec):
 
 def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, batch_size,
                         is_training, num_cpu_threads=4, input_context=None, dynamic=None,
-                        seed=None, start_step=0, count_cache=None):
+                        seed=None, start_step=0, count_cache=None, max_sequences_per_row=None):
   """Batches of pretraining features.
 
   Training: an endless stream of epochs (see albert_tf.data.epochs), each reading every file once
@@ -66,6 +67,12 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
   With `dynamic` (a DynamicMasking), masks are drawn afresh from token_boundary every epoch, with
   stateless random ops keyed by (seed, input pipeline, epoch, record index in its epoch): the same
   seeds give the same masks, resumed or not (eval: keyed by the record's position, seed or 0).
+  With `max_sequences_per_row` (K), batches are of packed rows (albert_tf.data.packing) instead
+  of records, `batch_size` counting rows. Training packs each file's records in file order
+  (masked first, keyed by (seed, pipeline, epoch, the file's place in the epoch, the record's
+  in its file)), then shuffles and batches rows as it does records; a resume skips rows, counted
+  once per file. Evaluation packs each batch's records into that batch, so that every step
+  evaluates the very sequences it does unpacked.
   """
   if isinstance(input_files, str):
     input_files = expand_input_patterns(input_files)
@@ -75,6 +82,23 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
   spec = feature_spec(max_seq_length, max_predictions_per_seq,
                       with_token_boundary=dynamic is not None)
   keyed = dynamic is not None
+  decode = _decoder(spec, dynamic, max_predictions_per_seq)
+  if is_training and max_sequences_per_row is not None:
+    def rows_of_file(path, key):
+      records = tf.data.TFRecordDataset(path)
+      if keyed:
+        records = records.enumerate().map(
+            lambda i, r: (tf.random.experimental.stateless_fold_in(key, i), r))
+      records = records.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+      return packing.packed_rows(records, max_sequences_per_row)
+    count = functools.partial(packing.count_packed_rows, max_seq_length=max_seq_length,
+                              max_sequences_per_row=max_sequences_per_row)
+    d = _training_records(input_files, seed, input_context, num_cpu_threads,
+                          start_step * epochs.records_per_step(global_batch_size, input_context),
+                          keyed, count_cache, rows_of_file=rows_of_file,
+                          count=(count, packing.packing_cache_field(max_seq_length,
+                                                                    max_sequences_per_row)))
+    return d.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
   if is_training:
     d = _training_records(input_files, seed, input_context, num_cpu_threads,
                           start_step * epochs.records_per_step(global_batch_size, input_context),
@@ -87,14 +111,20 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
     if keyed:
       key = _pipeline_key(0 if seed is None else seed, input_context)
       d = d.enumerate().map(lambda i, r: (tf.random.experimental.stateless_fold_in(key, i), r))
-  if keyed:
-    d = d.map(lambda key, r: _apply_dynamic_mask(decode_record(r, spec), key, dynamic,
-                                                 max_predictions_per_seq),
-              num_parallel_calls=tf.data.AUTOTUNE)
+  d = d.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+  if max_sequences_per_row is not None:
+    d = packing.packed_batches(d, batch_size, max_sequences_per_row)
   else:
-    d = d.map(lambda r: decode_record(r, spec), num_parallel_calls=tf.data.AUTOTUNE)
-  d = d.batch(batch_size, drop_remainder=True)
+    d = d.batch(batch_size, drop_remainder=True)
   return d.prefetch(tf.data.AUTOTUNE)
+
+
+def _decoder(spec, dynamic, max_predictions_per_seq):
+  """serialized record -> features; with dynamic masking, (mask key, record) -> features."""
+  if dynamic is None:
+    return lambda r: decode_record(r, spec)
+  return lambda key, r: _apply_dynamic_mask(decode_record(r, spec), key, dynamic,
+                                            max_predictions_per_seq)
 
 
 def _pipeline_key(seed, input_context):
@@ -104,11 +134,15 @@ def _pipeline_key(seed, input_context):
 
 
 def _training_records(input_files, seed, input_context, num_cpu_threads, records_to_skip,
-                      keyed=False, count_cache=None):
+                      keyed=False, count_cache=None, rows_of_file=None, count=None):
   """The serialized training records of this input pipeline, from record records_to_skip of the
   seeded stream on. keyed: (mask key, record) pairs instead, the key a stateless seed fixed by
   (seed, pipeline, epoch, the record's index in its epoch): the same record of the same epoch
-  is masked alike by every run of the stream, resumed or not."""
+  is masked alike by every run of the stream, resumed or not.
+
+  rows_of_file: (path, key) -> a dataset of one file's rows, which the epochs then shuffle in
+  place of records (key: the stateless seed of the file in this epoch when keyed, else None);
+  count: (path -> its rows, the name of that count in count_cache) for a resume."""
   seeded = seed is not None
   seed = epochs.resolve_seed(seed)
   files = list(input_files)
@@ -124,18 +158,25 @@ def _training_records(input_files, seed, input_context, num_cpu_threads, records
   @tf.autograph.experimental.do_not_convert
   def records_of_epoch(epoch):
     d = tf.data.Dataset.from_tensor_slices(epochs.shuffled_files(files, seed, epoch))
+    key = tf.random.experimental.stateless_fold_in(_pipeline_key(seed, input_context), epoch)
+    if rows_of_file is None:
+      read = tf.data.TFRecordDataset
+    else:
+      d = d.enumerate()
+      read = lambda i, path: rows_of_file(
+          path, tf.random.experimental.stateless_fold_in(key, i) if keyed else None)
     # Deterministic when seeded, so that the same seed gives the same stream.
-    d = d.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
-                     num_parallel_calls=cycle_length, deterministic=seeded)
-    if keyed:
-      key = tf.random.experimental.stateless_fold_in(_pipeline_key(seed, input_context), epoch)
+    d = d.interleave(read, cycle_length=cycle_length, num_parallel_calls=cycle_length,
+                     deterministic=seeded)
+    if keyed and rows_of_file is None:
       d = d.enumerate().map(lambda i, r: (tf.random.experimental.stateless_fold_in(key, i), r))
     return d.shuffle(buffer_size=100, seed=epochs.epoch_seed(seed, epoch))
 
   start_epoch, offset = 0, 0
   if seeded and records_to_skip:
-    total = (epochs.cached_record_count(files, *count_cache) if count_cache
-             else epochs.count_records(files))
+    counter, field = count if count is not None else (None, "records")
+    total = epochs.cached_record_count(files, *(count_cache or (None,)), counter=counter,
+                                       field=field)
     if not total:
       raise errors.DataFormatError(f"the training input files {files} hold no records")
     start_epoch, offset = divmod(records_to_skip, total)
@@ -163,6 +204,8 @@ def _apply_dynamic_mask(features, key, settings, max_predictions_per_seq):
       max_predictions_per_seq=max_predictions_per_seq, masked_lm_prob=settings.masked_lm_prob,
       max_ngram=settings.max_ngram, favor_shorter_ngram=settings.favor_shorter_ngram, seed=key)
   out = {k: v for k, v in features.items() if k != "token_boundary"}
-  out.update(input_ids=masked, masked_lm_positions=positions, masked_lm_ids=labels,
-             masked_lm_weights=weights)
+  # Static prediction shapes, as the records' own: packing lays them out by P.
+  fixed = lambda t: tf.ensure_shape(t, [max_predictions_per_seq])
+  out.update(input_ids=masked, masked_lm_positions=fixed(positions), masked_lm_ids=fixed(labels),
+             masked_lm_weights=fixed(weights))
   return out

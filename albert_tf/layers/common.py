@@ -168,6 +168,24 @@ def attention_mask_adder(input_mask: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
   return (1.0 - mask) * ATTENTION_MASK_ADDER
 
 
+def packed_attention_mask_adder(sequence_ids: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
+  """The additive attention bias of packed rows: each token attends to its own sequence alone.
+
+  Args:
+    sequence_ids: int tensor [B, T]: k on the k-th packed sequence's tokens (k >= 1), 0 on
+      padding (albert_tf.data.packing).
+    dtype: the dtype of the attention logits it is added to.
+
+  Returns:
+    `dtype` tensor [B, 1, T, T]: 0 where query and key tokens are of the same sequence, -10000
+    elsewhere (padding keys included), as attention_mask_adder's value.
+  """
+  keys = sequence_ids[:, tf.newaxis, :]  # [B, 1, T]
+  attended = tf.logical_and(tf.equal(sequence_ids[:, :, tf.newaxis], keys), keys > 0)
+  mask = tf.cast(attended, dtype)[:, tf.newaxis]  # [B, 1, T, T]
+  return (1.0 - mask) * ATTENTION_MASK_ADDER
+
+
 def join_name(prefix: str, name: str) -> str:
   """`prefix/name`, or `name` alone for an empty prefix (the classifier's top-level names)."""
   return f"{prefix}/{name}" if prefix else name

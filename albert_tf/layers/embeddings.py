@@ -29,6 +29,8 @@ class AlbertEmbeddings(keras.layers.Layer):
     input_ids: int tensor [B, T], T <= max_position_embeddings.
     segment_ids: int tensor [B, T].
     training: bool. Applies dropout when True.
+    position_ids: optional int tensor [B, T], each token's position (packed rows restart them
+      for each sequence); default 0 .. T - 1 in every row.
 
   Returns:
     Float tensor [B, T, E].
@@ -70,7 +72,7 @@ class AlbertEmbeddings(keras.layers.Layer):
           f"sequence length {seq_length} exceeds max_position_embeddings "
           f"({self.max_position_embeddings}) of this model")
 
-  def call(self, input_ids, segment_ids, training=False):
+  def call(self, input_ids, segment_ids, training=False, position_ids=None):
     self._check_length(input_ids.shape[1])
     dynamic_length = tf.shape(input_ids)[1]
     if input_ids.shape[1] is None:
@@ -81,10 +83,12 @@ class AlbertEmbeddings(keras.layers.Layer):
           message="sequence length exceeds max_position_embeddings")
       with tf.control_dependencies([check]):
         dynamic_length = tf.identity(dynamic_length)
-    positions = self.position_embeddings[:dynamic_length]
     output = tf.gather(self.word_embeddings, input_ids)
     output += tf.gather(self.token_type_embeddings, segment_ids)
-    output += positions[tf.newaxis]
+    if position_ids is None:
+      output += self.position_embeddings[:dynamic_length][tf.newaxis]
+    else:
+      output += tf.gather(self.position_embeddings, position_ids)
     output = self.layer_norm(output)
     return self.dropout(output, training=training)
 

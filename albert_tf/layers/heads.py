@@ -18,9 +18,11 @@ class Pooler(keras.layers.Layer):
 
   Call arguments:
     sequence_output: float tensor [B, T, H].
+    first_positions: optional int tensor [B, K]: pool the tokens at these positions instead of
+      the first (the first token of each sequence of a packed row).
 
   Returns:
-    Float tensor [B, H].
+    Float tensor [B, H]; [B, K, H] with first_positions.
   """
 
   def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
@@ -34,8 +36,10 @@ class Pooler(keras.layers.Layer):
     self.dense.build((None, self.hidden_size))
     self.built = True
 
-  def call(self, sequence_output):
-    return self.dense(sequence_output[:, 0])
+  def call(self, sequence_output, first_positions=None):
+    if first_positions is None:
+      return self.dense(sequence_output[:, 0])
+    return self.dense(tf.gather(sequence_output, first_positions, batch_dims=1))
 
   def compute_output_shape(self, input_shape):
     return (tuple(input_shape)[0], self.hidden_size)

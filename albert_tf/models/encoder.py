@@ -6,6 +6,7 @@ import tensorflow as tf
 from albert_tf.core.config import AlbertConfig
 from albert_tf.layers import AlbertEmbeddings, Dense, Pooler, SharedTransformer
 from albert_tf.layers import attention_mask_adder
+from albert_tf.layers.common import packed_attention_mask_adder
 from albert_tf.models.base import ConfiguredModel, sequence_input_shapes
 
 # The encoder's inputs, each int [B, T]; input_mask and segment_ids may be left out.
@@ -33,13 +34,18 @@ class AlbertModel(ConfiguredModel):
   Call arguments:
     inputs: a dict: `input_ids` int [B, T], T <= max_position_embeddings; optional
       `input_mask` (1 for real tokens, 0 for padding; default all ones) and `segment_ids`
-      (default all zeros), int [B, T]. Other keys are ignored.
+      (default all zeros), int [B, T]. Packed rows (albert_tf.data.packing) add
+      `position_ids` int [B, T] (positions restarting for each sequence), `sequence_ids` int
+      [B, T] (k on the k-th sequence, 0 on padding: each token attends to its own sequence
+      alone, instead of input_mask's rule) and `sequence_starts` int [B, K] (each sequence's
+      first token, the one pooled). Other keys are ignored.
     training: bool. Applies dropout when True.
 
   Returns:
     A dict: `embedding_output` float [B, T, E]; `encoder_outputs`, a list of
     num_hidden_layers x inner_group_num float tensors [B, T, H] (every block's output);
-    `sequence_output` float [B, T, H] (the last of them); `pooled_output` float [B, H].
+    `sequence_output` float [B, T, H] (the last of them); `pooled_output` float [B, H]
+    ([B, K, H] with `sequence_starts`: one per packed sequence).
 
   Raises:
     ValueError: when T, known when the call is traced, exceeds max_position_embeddings
@@ -102,18 +108,22 @@ class AlbertModel(ConfiguredModel):
       input_mask = tf.ones_like(input_ids)
     if segment_ids is None:
       segment_ids = tf.zeros_like(input_ids)
-    embedding_output = self.embeddings(input_ids, segment_ids, training=training)
+    embedding_output = self.embeddings(input_ids, segment_ids, training=training,
+                                       position_ids=inputs.get("position_ids"))
     hidden = embedding_output
     if self.embedding_projection is not None:
       hidden = self.embedding_projection(hidden)
-    mask_adder = attention_mask_adder(input_mask, hidden.dtype)
+    if "sequence_ids" in inputs:
+      mask_adder = packed_attention_mask_adder(inputs["sequence_ids"], hidden.dtype)
+    else:
+      mask_adder = attention_mask_adder(input_mask, hidden.dtype)
     encoder_outputs = self.transformer(hidden, mask_adder, training=training)
     sequence_output = encoder_outputs[-1]
     return {
         "embedding_output": embedding_output,
         "encoder_outputs": encoder_outputs,
         "sequence_output": sequence_output,
-        "pooled_output": self.pooler(sequence_output),
+        "pooled_output": self.pooler(sequence_output, inputs.get("sequence_starts")),
     }
 
   def compute_output_shape(self, input_shape: dict) -> dict:

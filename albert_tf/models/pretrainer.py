@@ -24,12 +24,14 @@ class AlbertPretrainer(AlbertTask):
     **kwargs: passed to `keras.Model` (name, default "albert_pretrainer").
 
   Call arguments:
-    inputs: a dict: the `AlbertModel` inputs plus `masked_lm_positions` int [B, P].
+    inputs: a dict: the `AlbertModel` inputs plus `masked_lm_positions` int [B, P]. Packed rows
+      (albert_tf.data.packing) carry the packed inputs AlbertModel takes, and K * P positions
+      (P per sequence slot).
     training: bool. Applies dropout when True.
 
   Returns:
     The encoder's dict (see `AlbertModel`) plus `masked_lm_logits` float [B, P, V] and
-    `sentence_order_logits` float [B, 2].
+    `sentence_order_logits` float [B, 2] ([B, K, 2] for packed rows: one per sequence).
 
   Raises:
     ValueError: as `AlbertTask` for `config` and `encoder`.

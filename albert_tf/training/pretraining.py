@@ -16,6 +16,7 @@ import os
 
 import tensorflow as tf
 
+from albert_tf.data.packing import is_packed
 from albert_tf.data.pipeline import DynamicMasking, check_record_lengths, pretraining_dataset
 from albert_tf.core.io import expand_input_patterns, write_text_atomically
 from albert_tf.models import AlbertPretrainer
@@ -41,6 +42,13 @@ def metrics_from_sums(sums):
   }
 
 
+def _sequence_count(features):
+  """The sequences of a batch: its rows, or the sequences packed into them."""
+  if is_packed(features):
+    return tf.reduce_sum(tf.cast(features["sequence_weights"], tf.float32))
+  return tf.cast(tf.shape(features["input_ids"])[0], tf.float32)
+
+
 # The sentence-order metrics: not trained (nor logged) at sentence_order_loss_weight 0.
 _SOP_METRICS = ("sentence_order_accuracy", "sentence_order_loss")
 
@@ -60,7 +68,7 @@ class PretrainingObjective(Objective):
 
   def totals(self, features):
     return {"mlm_weight": tf.reduce_sum(tf.cast(features["masked_lm_weights"], tf.float32)),
-            "examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32)}
+            "examples": _sequence_count(features)}
 
   def sums(self, outputs, features):
     _, mlm_nll, log_probs = masked_lm_loss(outputs["masked_lm_logits"], features["masked_lm_ids"],
@@ -69,18 +77,23 @@ class PretrainingObjective(Objective):
     weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
     mlm_correct = tf.cast(tf.equal(tf.argmax(log_probs, -1, output_type=tf.int32), ids),
                           tf.float32)
-    _, sop_nll, sop_log_probs = sentence_order_loss(outputs["sentence_order_logits"],
-                                                    features["next_sentence_labels"])
+    # Packed rows hold [B, K] sentence-order logits, one per sequence slot: their sums count the
+    # slots that hold a sequence.
+    _, sop_nll, sop_log_probs = sentence_order_loss(
+        tf.reshape(outputs["sentence_order_logits"], [-1, 2]), features["next_sentence_labels"])
     labels = tf.reshape(features["next_sentence_labels"], [-1])
     sop_correct = tf.cast(tf.equal(tf.argmax(sop_log_probs, -1, output_type=tf.int32), labels),
                           tf.float32)
+    if is_packed(features):
+      sequences = tf.reshape(features["sequence_weights"], [-1])
+      sop_nll, sop_correct = sequences * sop_nll, sequences * sop_correct
     return {
         "mlm_nll_sum": tf.reduce_sum(weights * mlm_nll),
         "mlm_correct": tf.reduce_sum(weights * mlm_correct),
         "mlm_weight": tf.reduce_sum(weights),
         "sop_nll_sum": tf.reduce_sum(sop_nll),
         "sop_correct": tf.reduce_sum(sop_correct),
-        "examples": tf.cast(tf.size(sop_nll), tf.float32),
+        "examples": _sequence_count(features),
     }
 
   def loss(self, sums, totals):
@@ -135,6 +148,9 @@ class PretrainingJob(Job):
     except ValueError as e:
       raise UsageError(str(e)) from None
     logger.info(f"input files {self.input_files}")
+    if settings.pack_sequences:
+      logger.info(f"packing up to {settings.max_sequences_per_row} sequences into each row of "
+                  f"{settings.model.max_seq_length} tokens: --train_batch_size counts rows")
     self.dynamic = self._dynamic_masking()
 
   def _dynamic_masking(self):
@@ -164,7 +180,9 @@ class PretrainingJob(Job):
                                input_context=input_context, dynamic=self.dynamic,
                                seed=self.data_seed, start_step=start_step,
                                count_cache=(os.path.join(s.output_dir, RECORD_COUNTS_FILE),
-                                            self.chief))
+                                            self.chief),
+                               max_sequences_per_row=(s.max_sequences_per_row
+                                                      if s.pack_sequences else None))
 
   def flow(self, after_save):
     """Trains (resuming from output_dir), then evaluates into eval_results.txt."""
