@@ -1,12 +1,19 @@
 """The attention + FFN block and ALBERT's cross-layer shared transformer."""
 
+import contextlib
+import logging
 
 import keras
 import tensorflow as tf
+# stop_recording: the forward pass of a recomputed block is left off the outer tape (as
+# tf.recompute_grad does), which would otherwise hold its tensors in eager mode.
+from tensorflow.python.eager import record  # pylint: disable=no-name-in-module
 
 from albert_tf.core import errors
 from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.common import Dense, layer_norm, layer_norm_variables, weights_cast_once
+
+logger = logging.getLogger("albert_tf")
 
 
 # A block's two sub-blocks: self-attention with its output dense and LayerNorm; the FFN
@@ -29,6 +36,115 @@ def group_index(layer_index: int, num_hidden_layers: int, num_hidden_groups: int
     int(layer_index / num_hidden_layers * num_hidden_groups).
   """
   return int(layer_index / num_hidden_layers * num_hidden_groups)
+
+
+def _seed_generators(block):
+  """The Keras seed generators of a block's dropout layers (a shared part's included), each
+  once, in layer order."""
+  found = {}
+  for layer in block._flatten_layers():  # pylint: disable=protected-access
+    for generator in getattr(layer, "_seed_generators", []):
+      found.setdefault(id(generator), generator)
+  return list(found.values())
+
+
+@contextlib.contextmanager
+def _seeds_of(generators, drawn, offset=None):
+  """Within it, the dropout seeds drawn from `generators` are recorded or replayed.
+
+  Keras's Dropout draws its seed from its generator (SeedGenerator.next), which advances the
+  generator's state variable: a second run of a block would drop other units. Recording
+  (offset None): each generator's draws go on as ever and are appended to drawn[i]. Replaying:
+  generator i's draws return drawn[i]'s seeds in order, each plus `offset` (a zero), and leave
+  the state alone, so that the recomputation drops exactly what the forward pass dropped.
+
+  The generators' `next` is replaced on the instances for the scope's duration, which runs one
+  block's call and nothing else: no other draw can see it (MirroredStrategy's replica threads
+  take turns, switching only at a merge_call).
+
+  Args:
+    generators: list of keras.random.SeedGenerator.
+    drawn: list of lists of int seed tensors [2], one list per generator.
+    offset: None, or a float scalar zero tensor added to each replayed seed.
+  """
+  def recording(generator, seeds):
+    def draw(ordered=True):
+      seed = type(generator).next(generator, ordered)
+      seeds.append(seed)
+      return seed
+    return draw
+
+  def replaying(generator, seeds):
+    remaining = iter(seeds)
+
+    def draw(ordered=True):
+      del ordered
+      seed = next(remaining, None)
+      if seed is None:
+        raise RuntimeError(f"{generator.name}: the recomputed block drew more dropout seeds "
+                           "than its forward pass (albert_tf/layers/transformer.py)")
+      return seed + tf.cast(offset, seed.dtype)
+    return draw
+
+  for generator, seeds in zip(generators, drawn):
+    generator.next = recording(generator, seeds) if offset is None else replaying(generator, seeds)
+  try:
+    yield
+  finally:
+    for generator in generators:
+      del generator.next
+
+
+def _recomputed_block(block, x, mask_adder):
+  """block(x, mask_adder, training=True) whose backward pass recomputes the block's activations.
+
+  The forward pass keeps only what the recomputation needs: x, mask_adder and the dropout seeds
+  it drew (see _seeds_of), so a layer's attention scores, FFN activations and dropout masks are
+  freed once the next layer has them. The gradient runs the block again on the same inputs,
+  weights and seeds under a tape of its own: the same values and gradients as the plain block.
+
+  Args:
+    block: an AttentionFFNBlock.
+    x: float tensor [B, T, H].
+    mask_adder: float tensor added to the attention logits ([B, 1, 1, T], or [B, 1, T, T] of
+      packed rows); no gradient flows to it (a constant of the input mask).
+
+  Returns:
+    Float tensor [B, T, H].
+  """
+  generators = _seed_generators(block)
+  drawn = [[] for _ in generators]
+
+  @tf.custom_gradient
+  def recomputed(x, mask_adder):
+    with record.stop_recording(), _seeds_of(generators, drawn):
+      y = block(x, mask_adder, training=True)
+
+    def gradient(dy, variables=None):
+      # A zero computed from dy (as tf.recompute_grad's): the recomputation's inputs depend on
+      # the incoming gradient, so that it runs in the backward pass, one layer at a time, and is
+      # not merged back into the forward pass's identical ops by Grappler's or XLA's
+      # common-subexpression elimination (XLA ignores control dependencies). A bool of dy equals
+      # itself even where dy is NaN.
+      nonzero = tf.cast(tf.reduce_max(tf.reshape(dy, [-1])[:1]), tf.bool)
+      zero = tf.where(tf.equal(nonzero, nonzero), 0.0, float("nan"))
+      x_again = x + tf.cast(zero, x.dtype)
+      variables = list(variables or ())
+      watched = [v for v in variables if v.trainable and v.dtype.is_floating]
+      with tf.GradientTape() as tape:
+        tape.watch(x_again)
+        tape.watch(watched)
+        # weights_cast_once: a half-precision weight's gradient is cast to float32 per read,
+        # as in the forward pass (see weights_cast_once).
+        with _seeds_of(generators, drawn, offset=zero), weights_cast_once(training=True):
+          y_again = block(x_again, mask_adder, training=True)
+      grads = tape.gradient(y_again, [x_again] + watched, output_gradients=dy)
+      by_variable = {id(v): g for v, g in zip(watched, grads[1:])}
+      return (grads[0], None), [by_variable.get(id(v)) for v in variables]
+
+    return y, gradient
+
+  return recomputed(x, mask_adder)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -178,6 +294,10 @@ class SharedTransformer(keras.layers.Layer):
     hidden_size, num_attention_heads, intermediate_size, hidden_act, initializer_range,
     hidden_dropout_rate, attention_dropout_rate: each block's (see `AttentionFFNBlock`).
     parameter_sharing: str. One of config.PARAMETER_SHARING.
+    recompute_activations: bool. In training, keep only each block's input [B, T, H] for the
+      backward pass, which recomputes the block's activations from it: the same gradients for
+      far less memory, at the cost of running the blocks' forward pass twice. Inference is the
+      same either way (see set_recompute_activations).
     **kwargs: passed to `keras.layers.Layer`.
 
   Call arguments:
@@ -194,7 +314,8 @@ class SharedTransformer(keras.layers.Layer):
                hidden_size: int, num_attention_heads: int, intermediate_size: int,
                hidden_act: str = "gelu", initializer_range: float = 0.02,
                hidden_dropout_rate: float = 0.0, attention_dropout_rate: float = 0.0,
-               parameter_sharing: str = "all-shared", **kwargs):
+               parameter_sharing: str = "all-shared", recompute_activations: bool = False,
+               **kwargs):
     super().__init__(**kwargs)
     if parameter_sharing not in ("all-shared", "not-shared", *_SHARED_PART):
       raise errors.ConfigError(
@@ -203,6 +324,7 @@ class SharedTransformer(keras.layers.Layer):
     self.num_hidden_groups = num_hidden_groups
     self.inner_group_num = inner_group_num
     self.parameter_sharing = parameter_sharing
+    self.recompute_activations = bool(recompute_activations)
     self.num_parameter_groups = (num_hidden_layers if parameter_sharing == "not-shared"
                                  else num_hidden_groups)
     self.block_config = dict(
@@ -254,11 +376,14 @@ class SharedTransformer(keras.layers.Layer):
 
   def call(self, x, mask_adder, training=False):
     outputs = []
+    # Only a training pass has a backward pass to recompute for.
+    recompute = self.recompute_activations and bool(training)
     # Each shared weight is cast once a forward pass, not once a layer (see weights_cast_once).
     with weights_cast_once(training=bool(training)):
       for blocks in self.layer_blocks:
         for block in blocks:
-          x = block(x, mask_adder, training=training)
+          x = (_recomputed_block(block, x, mask_adder) if recompute
+               else block(x, mask_adder, training=training))
           outputs.append(x)
     return outputs
 
@@ -291,5 +416,29 @@ class SharedTransformer(keras.layers.Layer):
     config.update(num_hidden_layers=self.num_hidden_layers,
                   num_hidden_groups=self.num_hidden_groups,
                   inner_group_num=self.inner_group_num,
-                  parameter_sharing=self.parameter_sharing, **self.block_config)
+                  parameter_sharing=self.parameter_sharing,
+                  recompute_activations=self.recompute_activations, **self.block_config)
     return config
+
+
+def set_recompute_activations(model: keras.layers.Layer, on: bool) -> int:
+  """Sets `recompute_activations` on every SharedTransformer in `model` (itself included): its
+  training steps then keep only each transformer block's input [B, T, H] and recompute the
+  block's activations in the backward pass (the same gradients, much less memory, about a third
+  more compute per step). Set it before the model's training step is traced.
+
+  Args:
+    model: a Keras layer or model (an AlbertPretrainer, a task model, an AlbertModel).
+    on: bool. Whether to recompute.
+
+  Returns:
+    int: the number of SharedTransformer layers set (0: the model has none).
+  """
+  count = 0
+  for layer in model._flatten_layers(include_self=True):  # pylint: disable=protected-access
+    if isinstance(layer, SharedTransformer):
+      layer.recompute_activations = bool(on)
+      count += 1
+  if on and count:
+    logger.info("training recomputes each transformer block's activations in the backward pass")
+  return count

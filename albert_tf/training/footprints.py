@@ -28,6 +28,16 @@ Calibration: peak RSS (resource.getrusage(RUSAGE_CHILDREN).ru_maxrss) of `run_pr
 At the README's TPU-pod sizes (albert_base_v2, 4096 x 512) it is about 4100 GiB: the run used
 to grow until the OOM killer ended it.
 
+With --recompute_activations (albert_tf.layers.transformer: the backward pass recomputes each
+block's activations from its input) backprop keeps, per local replica and micro-batch, one
+[b, T, H] per block (num_hidden_layers x inner_group_num: each block's input, the previous
+block's output) instead of every layer's activations; while a block's gradient runs, that block's
+recomputed activations (one layer's, as above); the embeddings and the head as above. The
+masked LM logits and the state are then most of what is left. The same runs as above with
+--recompute_activations calibrate it (albert_base_v2 up to 16 x 512); tests/test_recompute.py
+measures a tiny run again (within 2x). A run refused without it is told the largest
+--train_batch_size that fits with it (RecomputeFit).
+
 Evaluation and prediction (inference_estimate) run the forward pass alone, which keeps far less:
 TensorFlow frees each tensor once its last consumer has run and no gradient needs it, so at its
 peak a batch holds about one layer's tensors, whatever num_hidden_layers is:
@@ -69,6 +79,7 @@ again (within 2x) and checks the arithmetic.
 """
 
 import dataclasses
+import functools
 from typing import Optional
 
 from albert_tf.core import settings as settings_lib
@@ -94,6 +105,10 @@ _PER_SPAN_HIDDEN = 4
 # Float32 copies of the parameters a replica holds: the weights, their gradients, the clipped
 # gradients and the optimizer's two slots (m and v); + 1 accumulator with accumulation steps.
 _STATE_COPIES = 5
+# With --recompute_activations (module docstring), what the forward pass keeps of each block
+# per token, in units of H: its input (the previous block's output). The backward pass holds
+# one block's activations at a time, recomputed: one layer's as above.
+_RECOMPUTE_SAVED_PER_TOKEN_HIDDEN = 1
 
 # A forward pass's tensors live at its peak (module docstring): per token, in units of H (the
 # layer's input, Q, K, V, the context, the attention output) and of I (the FFN's pre-activation
@@ -123,6 +138,29 @@ _GIB = 2**30
 
 
 @dataclasses.dataclass(frozen=True)
+class RecomputeFit:
+  """How the batch sizes a training step with --recompute_activations, for the refusal of a run
+  without it: bytes = fixed + per_sequence x sequences per replica and micro-batch, which are
+  train_batch_size / batch_multiple x sequences_per_example.
+
+  Args:
+    fixed: bytes whatever the batch (TensorFlow, the state).
+    per_sequence: activation bytes of a sequence of each micro-batch, all local replicas.
+    batch_multiple: replicas x gradient accumulation steps, which divide train_batch_size.
+    sequences_per_example: sequences of an example (RACE: 4 choices).
+  """
+  fixed: int
+  per_sequence: int
+  batch_multiple: int = 1
+  sequences_per_example: int = 1
+
+  def largest_batch(self, limit):
+    """The largest train_batch_size whose step fits in `limit` bytes; 0 where none does."""
+    sequences = max(0, limit - self.fixed) // max(1, self.per_sequence)
+    return sequences // self.sequences_per_example * self.batch_multiple
+
+
+@dataclasses.dataclass(frozen=True)
 class Footprint:
   """An estimated peak memory, in bytes, by part (see the module docstring).
 
@@ -137,6 +175,9 @@ class Footprint:
     state_holds: what `state` is made of, for the messages.
     fix: the flags that lower the activations, for the refusal; None where no flag does (an
       export binary).
+    recomputed: a training step with --recompute_activations.
+    recompute_fit: for a training step without it, what it would need with it (a RecomputeFit:
+      the refusal names the largest batch that would fit); None otherwise.
   """
   runtime: int
   state: int
@@ -146,14 +187,17 @@ class Footprint:
   what: str = "training"
   state_holds: str = "weights, gradients and optimizer slots"
   fix: Optional[str] = _TRAINING_FIX
+  recomputed: bool = False
+  recompute_fit: Optional[RecomputeFit] = dataclasses.field(default=None, compare=False)
 
   @property
   def total(self):
     return self.runtime + self.state + self.activations
 
   def describe(self):
-    batch = (f"activations of {self.micro_batch_size} sequences x {self.seq_length} tokens "
-             f"{gib(self.activations)}, " if self.micro_batch_size else "")
+    recomputed = " with --recompute_activations" if self.recomputed else ""
+    batch = (f"activations of {self.micro_batch_size} sequences x {self.seq_length} tokens"
+             f"{recomputed} {gib(self.activations)}, " if self.micro_batch_size else "")
     return (f"{gib(self.total)} ({self.state_holds} {gib(self.state)}, {batch}"
             f"TensorFlow {gib(self.runtime)})")
 
@@ -192,7 +236,7 @@ def _activation_bytes(precision):
 
 def estimate(config, micro_batch_size, seq_length, *, local_replicas=1,
              gradient_accumulation_steps=1, mixed_precision="float32",
-             max_predictions_per_seq=0, span_head=False):
+             max_predictions_per_seq=0, span_head=False, recompute_activations=False):
   """The peak memory of one training step on this host.
 
   Args:
@@ -205,6 +249,8 @@ def estimate(config, micro_batch_size, seq_length, *, local_replicas=1,
       activations (the float32 variables and the float32 MLM logits stay).
     max_predictions_per_seq: P of the masked LM head (pretraining); 0 for fine-tuning.
     span_head: a SQuAD span head.
+    recompute_activations: the step keeps each block's input alone and recomputes one block's
+      activations at a time in the backward pass (module docstring).
 
   Returns:
     A Footprint.
@@ -217,14 +263,19 @@ def estimate(config, micro_batch_size, seq_length, *, local_replicas=1,
                + _PER_SCORE * b * config.num_attention_heads * t * t)
   embeddings = tokens * (3 * config.embedding_size + 2 * h)
   head = _PER_SPAN_HIDDEN * tokens * h if span_head else 0
-  activations = act_bytes * (config.num_hidden_layers * per_layer + embeddings + head)
+  if recompute_activations:
+    blocks = config.num_hidden_layers * config.inner_group_num
+    encoder = blocks * _RECOMPUTE_SAVED_PER_TOKEN_HIDDEN * tokens * h + per_layer
+  else:
+    encoder = config.num_hidden_layers * per_layer
+  activations = act_bytes * (encoder + embeddings + head)
   # The masked LM loss casts its logits to float32 (models/losses.py) whatever the policy.
   activations += 4 * _PER_MLM_LOGIT * b * max_predictions_per_seq * config.vocab_size
   copies = _STATE_COPIES + (1 if gradient_accumulation_steps > 1 else 0)
   state = 4 * copies * parameter_count(config)
   return Footprint(runtime=RUNTIME_BYTES, state=local_replicas * state,
                    activations=local_replicas * activations, micro_batch_size=b,
-                   seq_length=t)
+                   seq_length=t, recomputed=recompute_activations)
 
 
 def forward_activations(config, batch_size, seq_length, *, mixed_precision="float32",
@@ -305,18 +356,34 @@ def export_estimate(config, seq_length, *, precision="float32", batch_size=1, mo
                    state_holds="weights and the export's copies of them", fix=None)
 
 
+def predictions_per_row(pretraining_settings):
+  """The masked-LM predictions of one row: P, or K * P slots of rows packing K sequences."""
+  s = pretraining_settings
+  return s.max_predictions_per_seq * (s.max_sequences_per_row if s.pack_sequences else 1)
+
+
 def _training_footprint(job_settings, config, num_replicas, local_replicas):
-  """The Footprint of a job's training step (see estimate)."""
+  """The Footprint of a job's training step (see estimate); without --recompute_activations, with
+  what the step would need with it (recompute_fit)."""
   train = job_settings.train
-  batch = max(1, train.train_batch_size // (num_replicas * train.gradient_accumulation_steps))
+  multiple = num_replicas * train.gradient_accumulation_steps
+  choices = job_settings.SEQUENCES_PER_EXAMPLE
   pretraining = isinstance(job_settings, settings_lib.PretrainingSettings)
-  batch *= job_settings.SEQUENCES_PER_EXAMPLE
-  return estimate(
-      config, batch, job_settings.model.max_seq_length, local_replicas=local_replicas,
-      gradient_accumulation_steps=train.gradient_accumulation_steps,
+  step = functools.partial(
+      estimate, config, seq_length=job_settings.model.max_seq_length,
+      local_replicas=local_replicas, gradient_accumulation_steps=train.gradient_accumulation_steps,
       mixed_precision=job_settings.run.mixed_precision,
-      max_predictions_per_seq=job_settings.max_predictions_per_seq if pretraining else 0,
+      max_predictions_per_seq=predictions_per_row(job_settings) if pretraining else 0,
       span_head=job_settings.SPAN_HEAD)
+  footprint = step(max(1, train.train_batch_size // multiple) * choices,
+                   recompute_activations=train.recompute_activations)
+  if train.recompute_activations:
+    return footprint
+  # The activations are proportional to the batch: one sequence's give any batch's.
+  one = step(1, recompute_activations=True)
+  return dataclasses.replace(footprint, recompute_fit=RecomputeFit(
+      fixed=one.runtime + one.state, per_sequence=one.activations, batch_multiple=multiple,
+      sequences_per_example=choices))
 
 
 # The forward-only runs of a job: (its settings' switch, its batch size field, its name).
@@ -349,7 +416,7 @@ def job_footprints(job_settings, config, num_replicas, local_replicas, trains=No
   s = job_settings
   footprints = []
   choices = s.SEQUENCES_PER_EXAMPLE
-  predictions = (s.max_predictions_per_seq
+  predictions = (predictions_per_row(s)
                  if isinstance(s, settings_lib.PretrainingSettings) else 0)
   for switch, batch_flag, what in _INFERENCE_RUNS:
     if getattr(s, switch, False):

@@ -10,7 +10,9 @@ train-and-evaluate run needs the larger of the two. Training counts where it tak
 (trains): --do_train, and not resuming at the end of its schedule. The export binaries call
 check_model_build.
 
-The estimates, and their calibration, are albert_tf.training.footprints'.
+The estimates, and their calibration, are albert_tf.training.footprints'. A training run refused
+without --recompute_activations is also offered that flag, with the largest --train_batch_size
+that would fit with it.
 
 Only host memory is checked: a step placed on GPUs or TPUs keeps its tensors in device memory,
 which this estimate does not model; the check is then skipped with a log line.
@@ -126,6 +128,11 @@ def _refusal(footprint, limit, source, config_file, skippable):
     fix = (f"TensorFlow and the model alone need {gib(model)}: use a smaller model than "
            f"{config_file or 'this config'} (its hidden_size, intermediate_size, vocab_size and "
            "unshared layers size it) or a machine with more memory")
+  elif footprint.recompute_fit is not None:
+    batch = footprint.recompute_fit.largest_batch(limit)
+    if batch:
+      fix += (f"; or --recompute_activations (the same gradients, for about a third more "
+              f"compute), with which --train_batch_size up to {batch} fits")
   return (f"{footprint.what} would need about {footprint.describe()}, but {gib(limit)} is "
           f"available ({source}): {fix}" + (_SKIP if skippable else ""))
 

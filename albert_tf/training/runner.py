@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from albert_tf.core import errors
 from albert_tf.checkpoints.layout import model_parts, original_variable_map
+from albert_tf.layers.transformer import set_recompute_activations
 from albert_tf.optimization import clip_by_global_norm, densify, learning_rate_at
 from albert_tf.training import fast_path
 from albert_tf.training import preemption
@@ -98,6 +99,8 @@ class Runner:
     self.settings = settings
     self.objective = objective
     self.loss_scale = loss_scale
+    # Before the steps are traced: what their backward pass recomputes is fixed then.
+    set_recompute_activations(model, settings.recompute_activations)
     with strategy.scope():
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False,
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
