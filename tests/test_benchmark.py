@@ -17,6 +17,7 @@ from helpers import ORIGINAL_MODEL, REPO_ROOT
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
 import benchmark  # noqa: E402  pylint: disable=wrong-import-position
+import packing_records  # noqa: E402  pylint: disable=wrong-import-position
 
 TINY_CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 
@@ -43,6 +44,9 @@ def test_pretraining_flops_hand_count():
   forward = projection + 3 * (qkv_and_output + scores_and_context + ffn) + pooler + mlm + sop
   assert forward == 2_004_736
   assert benchmark.pretraining_flops(config, 2, 16, 3) == (forward, 3 * forward)
+  # Packed rows of 2 sequences: the pooler and sentence-order logits run per sequence; the
+  # 3 predictions are the row's.
+  assert benchmark.pretraining_flops(config, 2, 16, 3, 2).forward == forward + pooler + sop
   # E == H: no projection; inner_group_num blocks per layer all compute.
   shared = albert_tf.AlbertConfig(vocab_size=1000, embedding_size=32, hidden_size=32,
                                   num_hidden_layers=3, inner_group_num=2, num_attention_heads=4,
@@ -174,6 +178,11 @@ def test_forward_and_train_lines_report_flops_and_mfu():
   flops = benchmark.pretraining_flops(albert_tf.AlbertConfig.from_json_file(TINY_CONFIG), 2, 16, 3)
   assert forward["flops_per_forward_pass"] == train["flops_per_forward_pass"] == flops.forward
   assert train["flops_per_training_step"] == flops.train
+  # Synthetic batches: every token real, 2 steps of 3 updates of 2 rows timed.
+  assert (train["data"], train["packed"], train["padding_fraction"]) == ("synthetic", False, 0.0)
+  assert (train["rows"], train["real_tokens"]) == (12, 12 * 16)
+  assert train["real_tokens_per_second"] == pytest.approx(
+      12 * 16 / train["timed_seconds"], rel=2e-3)
   for line, step_flops in ((forward, flops.forward), (train, flops.train)):
     assert line["seconds_per_step"] > 0 and line["peak_rss_mb"] > 0
     assert abs(line["examples_per_second"] - 2 / line["seconds_per_step"]) < 0.05 * line[
@@ -250,6 +259,12 @@ def test_portable_runtime_lines(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["onnx.onnx", "tflite_int8.tflite"]
 
 
+def test_a_killed_child_is_named():
+  assert benchmark._exit_reason(1) == "exit status 1"  # pylint: disable=protected-access
+  assert benchmark._exit_reason(-9).startswith(  # pylint: disable=protected-access
+      "killed by SIGKILL (the system's out-of-memory killer sends it")
+
+
 def test_fidelity_line_takes_the_worst_cosine_and_counts_changed_argmax():
   rng = np.random.default_rng(0)
   mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]])
@@ -317,3 +332,157 @@ def test_fidelity_lines_compare_each_export_with_its_own_model():
   for line in fidelity.values():
     assert (line["examples"], line["tokens"]) == (benchmark.FIDELITY_BATCH, 16)
     assert "argmax_output" not in line  # the encoder alone has no predictions
+
+
+# -- training on records ---------------------------------------------------------------------------
+def _short_records(path, count, seq_length=32, num_predictions=4, seed=0):
+  """`count` records of mostly short sequences, written as create_pretraining_data's; returns
+  their lengths."""
+  lengths = packing_records.short_lengths(count, seq_length, seed)
+  packing_records.write_records(path, packing_records.make_records(
+      lengths, seq_length, num_predictions, seed, vocab_size=1000))
+  return [int(n) for n in lengths]
+
+
+@pytest.mark.slow
+def test_train_on_records_counts_the_real_tokens_it_trained_on(tmp_path):
+  """The timed updates consume whole epochs of the seeded stream (each epoch reads every record
+  once, packed into the same rows), so what they trained on is known without the benchmark's
+  own count: every record's tokens, once per timed epoch."""
+  from albert_tf.data import packing
+  path = str(tmp_path / "short.tfrecord")
+  lengths = _short_records(path, 12)
+  config = albert_tf.AlbertConfig.from_json_file(TINY_CONFIG)
+  strategy, model = benchmark.build_pretrainer(config, "float32")
+  rows_per_epoch = packing.count_packed_rows(path, 32, 3)
+  assert rows_per_epoch < 12  # the short sequences share rows
+  # (rows a batch, K): unpacked 4 records a batch, 3 batches an epoch; packed an epoch a batch.
+  for batch_size, k, warmup, epochs_timed in ((4, None, 3, 1), (rows_per_epoch, 3, 1, 2)):
+    records = benchmark.Records((path,), 32, 4, batch_size, k, 7)
+    line = benchmark.benchmark_train(strategy, model, config, records, warmup_steps=warmup,
+                                     steps=3 if k is None else 2, peak_tflops=1.0)
+    assert (line["data"], line["packed"], line["max_sequences_per_row"]) == ("records", bool(k), k)
+    assert line["real_tokens"] == epochs_timed * sum(lengths)
+    assert line["sequences"] == epochs_timed * 12
+    assert line["rows"] == epochs_timed * (12 if k is None else rows_per_epoch)
+    # The rates are the counts over the timed calls' total time (4 significant digits).
+    for rate, count in (("real_tokens_per_second", "real_tokens"),
+                        ("sequences_per_second", "sequences"), ("rows_per_second", "rows")):
+      assert line[rate] == pytest.approx(line[count] / line["timed_seconds"], rel=2e-3), rate
+    assert line["padding_fraction"] == pytest.approx(
+        1 - line["real_tokens"] / (line["rows"] * 32), abs=1e-6)
+  flops = benchmark.pretraining_flops(config, rows_per_epoch, 32, 3 * 4, 3)
+  assert line["flops_per_training_step"] == flops.train
+
+
+def test_consumed_counts_follow_the_stream(tmp_path):
+  """consumed_counts reads the batches the updates took: batch i of the seeded stream."""
+  from albert_tf.data.pipeline import pretraining_dataset
+  path = str(tmp_path / "short.tfrecord")
+  _short_records(path, 40)
+  records = benchmark.Records((path,), 32, 4, 4, 2, 3)
+  batches = list(pretraining_dataset([path], 32, 4, 4, True, seed=3, max_sequences_per_row=2)
+                 .take(5))
+  rows, sequences, tokens = benchmark.consumed_counts(records, 2, 3)
+  assert rows == 12
+  assert tokens == sum(int(b["input_mask"].numpy().sum()) for b in batches[2:])
+  assert sequences == sum(int(b["sequence_weights"].numpy().sum()) for b in batches[2:])
+
+
+def test_compare_lines_against_their_targets():
+  train = {"config": "base", "batch_size": 8, "seq_length": 512}
+  unpacked = dict(train, real_tokens_per_second=1000.0, sequences_per_second=8.0,
+                  padding_fraction=0.75, seconds_per_step=1.0)
+  packed = dict(train, real_tokens_per_second=3000.0, sequences_per_second=25.0,
+                padding_fraction=0.2, seconds_per_step=1.05)
+  line = benchmark.compare_line("packing", unpacked, packed)
+  assert (line["packed_speedup"], line["sequences_per_second_ratio"]) == (3.0, 3.125)
+  assert line["step_time_ratio"] == 1.05
+  assert line["real_tokens_per_second"] == {"unpacked": 1000.0, "packed": 3000.0}
+  assert (line["target"], line["meets_target"]) == (">= 1.6", True)
+  assert not benchmark.compare_line("packing", unpacked, dict(packed,
+                                    real_tokens_per_second=1500.0))["meets_target"]
+
+  plain = dict(train, peak_rss_mb=10000.0, seconds_per_step=2.0, real_tokens_per_second=1.0)
+  recompute = dict(plain, peak_rss_mb=5500.0, seconds_per_step=2.6)
+  line = benchmark.compare_line("recompute", plain, recompute)
+  assert line["memory_saving"] == 0.45 and line["step_time_ratio"] == 1.3
+  assert line["peak_rss_mb"] == {"plain": 10000.0, "recompute": 5500.0}
+  assert (line["target"], line["at_target_shape"], line["meets_target"]) == (">= 0.4", True, True)
+  # Another shape than the goal's: measured, not judged.
+  line = benchmark.compare_line("recompute", plain, recompute, at_target_shape=False)
+  assert line["memory_saving"] == 0.45 and line["meets_target"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, message", [
+    (["--seq_length=32"], "error: tests/testdata/original_pretraining_data/expected.tfrecord: "
+     "feature `input_ids` holds 64 values per record where --seq_length gives 32; set the flag "
+     "to the value create_pretraining_data was run with"),
+    (["--seq_length=64", "--num_predictions=20"], "feature `masked_lm_positions` holds 10 "
+     "values per record where --num_predictions gives 20"),
+])
+def test_records_of_other_lengths_are_refused_in_one_line(flags, message):
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark.py"), "--mode=train",
+       f"--config={TINY_CONFIG}",
+       "--input_file=tests/testdata/original_pretraining_data/expected.tfrecord"] + flags,
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 2, result.stderr[-2000:]
+  lines = result.stderr.strip().splitlines()
+  assert len(lines) == 1 and message in lines[0], lines
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--pack_sequences"], "error: --pack_sequences packs the records' sequences: give "
+     "--input_file"),
+    (["--compare=packing"], "error: --compare=packing packs records: give --input_file"),
+    (["--compare=recompute", "--recompute_activations"], "error: --compare=recompute times "
+     "both with and without --recompute_activations: leave --recompute_activations out"),
+    (["--compare=recompute", "--mode=forward"], "error: --compare times train steps only"),
+])
+def test_data_flags_that_cannot_go_together_are_refused(flags, message):
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "tools", "benchmark.py"),
+       f"--config={TINY_CONFIG}"] + flags, capture_output=True, text=True, timeout=120,
+      check=False)
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert result.stderr.strip().startswith(message), result.stderr[-2000:]
+  assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_compare_packing_prints_both_lines_and_the_speedup(tmp_path):
+  path = str(tmp_path / "short.tfrecord")
+  _short_records(path, 64)
+  lines = _run_benchmark("--seq_length=32", "--num_predictions=4", f"--input_file={path}",
+                         "--compare=packing", "--max_sequences_per_row=3", "--peak_tflops=1")
+  assert [(l["mode"], l.get("packed")) for l in lines] == [
+      ("train", False), ("train", True), ("compare", None)]
+  unpacked, packed, compare = lines
+  assert packed["max_sequences_per_row"] == 3 and unpacked["max_sequences_per_row"] is None
+  # Padding the packed rows leave is less than the unpacked records'.
+  assert packed["padding_fraction"] < unpacked["padding_fraction"]
+  assert packed["real_tokens"] / packed["rows"] > unpacked["real_tokens"] / unpacked["rows"]
+  assert compare["compare"] == "packing" and compare["target"] == ">= 1.6"
+  speedup = packed["real_tokens_per_second"] / unpacked["real_tokens_per_second"]
+  assert compare["packed_speedup"] == pytest.approx(speedup, rel=1e-3)
+  assert compare["meets_target"] is (compare["packed_speedup"] >= 1.6)
+  assert compare["padding_fraction"] == {"unpacked": unpacked["padding_fraction"],
+                                         "packed": packed["padding_fraction"]}
+
+
+@pytest.mark.slow
+def test_compare_recompute_prints_both_lines_and_the_memory_saving():
+  lines = _run_benchmark("--compare=recompute", "--peak_tflops=1")
+  assert [(l["mode"], l.get("recompute_activations")) for l in lines] == [
+      ("train", False), ("train", True), ("compare", None)]
+  plain, recompute, compare = lines
+  assert plain["data"] == recompute["data"] == "synthetic"
+  assert plain["padding_fraction"] == 0.0 and plain["real_tokens"] == plain["rows"] * 16
+  assert compare["memory_saving"] == pytest.approx(
+      1 - recompute["peak_rss_mb"] / plain["peak_rss_mb"], abs=1e-4)
+  assert compare["step_time_ratio"] == pytest.approx(
+      recompute["seconds_per_step"] / plain["seconds_per_step"], rel=1e-3)
+  # The goal is of ALBERT-base at batch 16 x 512: a tiny model's figures are not judged.
+  assert compare["at_target_shape"] is False and compare["meets_target"] is None

@@ -22,7 +22,25 @@ mfu_note says why. On a CPU, `cpu` names it and its matrix units (albert_tf.core
 
 `--mode=train` times what run_pretraining runs: the pretraining Runner's train_steps (one
 device, as --strategy=one_device), --iterations_per_loop updates per call, on one synthetic batch
-repeated by tf.data. The defaults are run_pretraining's: --jit_compile off, and with it on,
+repeated by tf.data, or with --input_file on create_pretraining_data's records, read as
+run_pretraining reads them (pretraining_dataset, seeded by --data_seed, training order), each
+timed update on a batch of its own; --pack_sequences / --max_sequences_per_row pack them as
+run_pretraining's flags do. Train lines say what they trained on (`data`: records or synthetic,
+`packed`) and count the timed updates' rows, sequences and real tokens (sum of input_mask; the
+batches the timed calls consumed, counted afresh from the same seeded stream afterwards):
+rows_per_second, sequences_per_second, real_tokens_per_second (over the timed calls' total time)
+and padding_fraction. On synthetic batches every token is real (padding_fraction 0).
+--recompute_activations recomputes each transformer layer in the backward pass, as
+run_pretraining's flag. A train line's peak_rss_mb is read right after its timed steps.
+
+`--compare=packing` (with --input_file) times the train step unpacked, then packed, on the same
+records; `--compare=recompute` without and with --recompute_activations: each in a child process
+of its own (the same threads and flags, warm-up excluded; peak RSS is per process), both train
+lines, then a compare line: packed_speedup (packed real tokens/s over unpacked) or
+memory_saving (1 - peak RSS with recompute / without) and step_time_ratio, against the goals
+in TARGETS (`target`, `meets_target`).
+
+The defaults are run_pretraining's: --jit_compile off, and with it on,
 --jit_compile_fast_path compiles without XLA where XLA is the slower path (mixed_bfloat16 on CPUs with
 bf16 units only: XLA's CPU backend does not reach oneDNN's bf16 kernels; albert_tf/training/fast_path.py,
 logged); the forward is compiled by the same rule. Lines report jit_compile_requested (the
@@ -128,6 +146,18 @@ FIDELITY_EXAMPLES = 64
 # The outputs whose argmax is a prediction (export.portable's names): a classifier's, a tagger's.
 ARGMAX_OUTPUTS = ("probabilities", "logits")
 
+# The goals --compare measures against: (the compare line's field, the least it should reach,
+# what the goal is of).
+Target = collections.namedtuple("Target", ["field", "at_least", "goal"])
+TARGETS = {
+    "packing": Target("packed_speedup", 1.6,
+                      "packed real tokens/s over unpacked, on a short-document corpus"),
+    "recompute": Target("memory_saving", 0.4,
+                        "peak memory 1 - recompute / plain, ALBERT-base at batch 16 x 512"),
+}
+# The shape the recompute goal is of: (preset, batch size, sequence length).
+RECOMPUTE_TARGET_SHAPE = ("base", 16, 512)
+
 # Training = forward + backward, and the backward pass of a matmul is two matmuls of the same
 # size (gradients of both operands): 3x the forward FLOPs.
 TRAIN_FLOPS_PER_FORWARD_FLOP = 3
@@ -218,16 +248,37 @@ def define_flags():
   flags.DEFINE_enum("mixed_precision", "float32", list(PRECISION_POLICIES),
                     "Keras precision policy, as run_pretraining's flag (mixed_float16 adds its "
                     "dynamic loss scale to the training step).")
+  flags.DEFINE_string("input_file", None,
+                      "Forward and train: create_pretraining_data's TFRecords (comma-separated "
+                      "files or globs), written with --seq_length and --num_predictions, read "
+                      "as run_pretraining reads them (train: a new batch every update; forward: "
+                      "the first batch). Default: synthetic batches, every token real.")
+  flags.DEFINE_integer("data_seed", 12345, "The order --input_file's records are read in.")
+  flags.DEFINE_bool("pack_sequences", False,
+                    "With --input_file: pack several of the records' sequences into each row, "
+                    "as run_pretraining's flag (--batch_size counts rows).")
+  flags.DEFINE_integer("max_sequences_per_row", 4,
+                       "With --pack_sequences: the most sequences one row holds, as "
+                       "run_pretraining's flag.", lower_bound=1)
+  flags.DEFINE_bool("recompute_activations", False,
+                    "Train: recompute each transformer layer's activations in the backward "
+                    "pass, as run_pretraining's flag (less memory, more compute).")
+  flags.DEFINE_enum("compare", None, list(TARGETS),
+                    "Train only: time two variants, each in a child process, and print both "
+                    "lines and a compare line against the goal in TARGETS: packing (unpacked, "
+                    "then --pack_sequences, on --input_file's records; packed_speedup) or "
+                    "recompute (without, then with --recompute_activations; memory_saving).")
 
 
 # -- model FLOPs ----------------------------------------------------------------------------------
 Flops = collections.namedtuple("Flops", ["forward", "train"])
 
 
-def pretraining_flops(config, batch_size, seq_length, num_predictions):
+def pretraining_flops(config, batch_size, seq_length, num_predictions, sequences_per_row=1):
   """Model FLOPs of AlbertPretrainer on one batch: matmuls only, 2 FLOPs per multiply-add.
 
-  With B = batch_size, T = seq_length, P = num_predictions, E = embedding_size, H = hidden_size,
+  With B = batch_size, T = seq_length, P = num_predictions, K = sequences_per_row,
+  E = embedding_size, H = hidden_size,
   I = intermediate_size, V = vocab_size, and blocks = num_hidden_layers x inner_group_num (every
   layer computes, however many share parameters):
 
@@ -236,17 +287,21 @@ def pretraining_flops(config, batch_size, seq_length, num_predictions):
                 scores QK^T         2 B T T H    ([B, heads, T, H/heads] x [.., H/heads, T])
                 context  PV         2 B T T H
                 FFN in and out      2 x 2 B T H I
-    pooler (first token)            2 B H H
+    pooler (each sequence's first)  2 B K H H
     MLM transform of the P masked   2 B P H E
     MLM logits, tied table          2 B P E V
-    sentence-order logits           2 B H 2
+    sentence-order logits           2 B K H 2
+
+  A packed row computes attention over all T x T pairs of its tokens (the mask keeps each
+  sequence to itself), so its encoder FLOPs are an unpacked row's.
 
   Embedding gathers, LayerNorm, softmax, activations and the optimizer's update are left out,
   as in the usual MFU count (elementwise work, small beside the matmuls).
 
   Args:
     config: an AlbertConfig (or anything with its size attributes).
-    batch_size, seq_length, num_predictions: B, T and P.
+    batch_size, seq_length, num_predictions: B, T and P (a row's, all its sequences').
+    sequences_per_row: K, the sequences a packed row holds at most (1 unpacked).
 
   Returns:
     Flops(forward, train): one forward pass, and one training step, 3x the forward pass (the
@@ -258,7 +313,8 @@ def pretraining_flops(config, batch_size, seq_length, num_predictions):
   blocks = config.num_hidden_layers * config.inner_group_num
   projection = 2 * b * t * e * h if e != h else 0
   block = 4 * 2 * b * t * h * h + 2 * (2 * b * t * t * h) + 2 * (2 * b * t * h * i)
-  heads = 2 * b * h * h + 2 * b * p * h * e + 2 * b * p * e * v + 2 * b * h * 2
+  k = sequences_per_row
+  heads = 2 * b * k * h * h + 2 * b * p * h * e + 2 * b * p * e * v + 2 * b * k * h * 2
   forward = projection + blocks * block + heads
   return Flops(forward, TRAIN_FLOPS_PER_FORWARD_FLOP * forward)
 
@@ -504,8 +560,14 @@ def synthetic_batch(config, batch_size, seq_length, num_predictions, seed=0):
 
 
 def time_steps(fn, warmup, steps, profile_dir=None):
-  """Median seconds of `steps` calls of fn() after `warmup` untimed ones, each waited for; with
-  `profile_dir`, the timed calls are traced by TensorFlow's profiler into that directory."""
+  """Median seconds of `steps` calls of fn() after `warmup` untimed ones (timed_calls)."""
+  return statistics.median(timed_calls(fn, warmup, steps, profile_dir))
+
+
+def timed_calls(fn, warmup, steps, profile_dir=None):
+  """Seconds of each of `steps` calls of fn() after `warmup` untimed ones, each waited for; with
+  `profile_dir`, the timed calls are traced by TensorFlow's profiler into that directory.
+  Returns a list of `steps` floats."""
   for _ in range(warmup):
     _block(fn())
   if profile_dir:
@@ -520,7 +582,7 @@ def time_steps(fn, warmup, steps, profile_dir=None):
   finally:
     if profile_dir:
       tf.profiler.experimental.stop()
-  return statistics.median(times)
+  return times
 
 
 def profile_fields(profile_dir, count=8):
@@ -579,13 +641,13 @@ def peak_rss_mb():
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def measurement(mode, seconds, batch_size, **extra):
-  """A result line: mode, batch_size, seconds_per_step, examples_per_second, peak_rss_mb,
-  then `extra`."""
+def measurement(mode, seconds, batch_size, peak_rss=None, **extra):
+  """A result line: mode, batch_size, seconds_per_step, examples_per_second, peak_rss_mb
+  (`peak_rss`, else this process's peak now), then `extra`."""
   # Seconds to 4 significant digits: a tiny model's update takes well under a millisecond.
   line = {"mode": mode, "batch_size": batch_size, "seconds_per_step": _significant(seconds),
           "examples_per_second": round(batch_size / seconds, 2),
-          "peak_rss_mb": round(peak_rss_mb(), 1)}
+          "peak_rss_mb": round(peak_rss_mb() if peak_rss is None else peak_rss, 1)}
   line.update(extra)
   return line
 
@@ -607,12 +669,16 @@ def pretraining_runner(strategy, model, settings, mixed_precision):
   return PretrainingRunner(strategy, model, optimizer, settings, loss_scale)
 
 
-def step_utilization(flops, seconds, mixed_precision, peak_tflops, gemm_probe_on):
+def step_utilization(flops, seconds, mixed_precision, peak_tflops, gemm_probe_on,
+                     cpu_peak=None):
   """utilization() of a step that ran here: the accelerator TensorFlow reports, and on a CPU
-  without --peak_tflops the GEMM probe's peak (unless `gemm_probe_on` is False)."""
+  without --peak_tflops `cpu_peak` ((TFLOP/s, source), another process's probe) or the GEMM
+  probe's peak (unless `gemm_probe_on` is False)."""
   device = accelerator_name()
-  cpu_peak = (gemm_probe(mixed_precision) if device is None and not peak_tflops
-              and gemm_probe_on else None)
+  if device is None and not peak_tflops and gemm_probe_on and cpu_peak is None:
+    cpu_peak = gemm_probe(mixed_precision)
+  elif not gemm_probe_on:
+    cpu_peak = None
   return utilization(flops, seconds, mixed_precision, peak_tflops, device, tf32_enabled(),
                      cpu_peak)
 
@@ -631,7 +697,8 @@ def benchmark_forward(model, config, batch, *, jit_compile=False, jit_compile_fa
   forward = tf.function(lambda b: model(b)["masked_lm_logits"], jit_compile=compiled)
   seconds = time_steps(lambda: forward(batch), warmup_steps, steps, profile_dir)
   b, t = batch["input_ids"].shape
-  flops = pretraining_flops(config, b, t, batch["masked_lm_positions"].shape[1])
+  k = batch["sequence_weights"].shape[1] if "sequence_weights" in batch else 1  # packed: [B, K]
+  flops = pretraining_flops(config, b, t, batch["masked_lm_positions"].shape[1], k)
   return measurement(
       "forward", seconds, b, flops_per_forward_pass=flops.forward,
       **step_utilization(flops.forward, seconds, mixed_precision, peak_tflops, gemm_probe_on),
@@ -640,53 +707,160 @@ def benchmark_forward(model, config, batch, *, jit_compile=False, jit_compile_fa
       **(fields or {}))
 
 
+# -- training data: records ---------------------------------------------------------------------
+# The records a train measurement reads: files, T, P, rows per batch B, K (None: unpacked) and
+# the order's seed, as pretraining_dataset takes them.
+Records = collections.namedtuple(
+    "Records", ["input_files", "seq_length", "num_predictions", "batch_size",
+                "max_sequences_per_row", "seed"])
+
+
+def check_records(input_file, seq_length, num_predictions):
+  """The files of --input_file, their first record checked against --seq_length and
+  --num_predictions (imports TensorFlow).
+
+  Raises:
+    ValueError: one line naming the flag and the fix (FileNotFoundError for a pattern that
+      matches nothing; albert_tf's DataFormatError, a ValueError, for other lengths).
+  """
+  from albert_tf.core.io import expand_input_patterns
+  from albert_tf.data.feature_check import check_first_record
+  try:
+    files = expand_input_patterns(input_file)
+  except FileNotFoundError as e:
+    raise ValueError(f"--input_file={input_file}: {e}: give create_pretraining_data's "
+                     "TFRecords") from None
+  check_first_record(files[0], {"input_ids": (seq_length, "--seq_length"),
+                                "masked_lm_positions": (num_predictions, "--num_predictions")},
+                     "set the flag to the value create_pretraining_data was run with")
+  return files
+
+
+def records_dataset(records):
+  """run_pretraining's training stream of `records` (a Records): batches of B rows, packed
+  (position_ids, sequence_ids, ... [B, T]; masked_lm_* [B, K P]; sequence_weights [B, K]) when
+  max_sequences_per_row is set, else input_ids [B, T], masked_lm_* [B, P]."""
+  from albert_tf.data.pipeline import pretraining_dataset
+  packing = ({"max_sequences_per_row": records.max_sequences_per_row}
+             if records.max_sequences_per_row else {})
+  return pretraining_dataset(list(records.input_files), records.seq_length,
+                             records.num_predictions, records.batch_size, is_training=True,
+                             seed=records.seed, **packing)
+
+
+def first_batch(records):
+  """The first batch of `records`' stream (the forward line's)."""
+  return next(iter(records_dataset(records)))
+
+
+def consumed_counts(records, skip, take):
+  """What batches skip .. skip + take - 1 of `records`' stream hold: the seeded stream read
+  afresh, as the timed updates consumed it.
+
+  Returns:
+    (rows, sequences, real tokens): rows B per batch; sequences the real ones (sum of
+    sequence_weights [B, K] packed, B unpacked); real tokens sum of input_mask [B, T].
+  """
+  rows = sequences = tokens = 0
+  for batch in records_dataset(records).skip(skip).take(take):
+    mask = batch["input_mask"].numpy()
+    rows += mask.shape[0]
+    tokens += int(mask.sum())
+    sequences += (int(round(float(batch["sequence_weights"].numpy().sum())))
+                  if "sequence_weights" in batch else mask.shape[0])
+  return rows, sequences, tokens
+
+
+def data_fields(data, seq_length, rows, sequences, tokens, timed_seconds):
+  """The train line's fields of what the timed updates trained on.
+
+  Args:
+    data: the Records, or None for synthetic batches.
+    seq_length: T.
+    rows, sequences, tokens: counts over the timed updates (consumed_counts).
+    timed_seconds: the timed calls' total time.
+
+  Returns:
+    {data, packed, max_sequences_per_row, rows, sequences, real_tokens, timed_seconds,
+     rows_per_second, sequences_per_second, real_tokens_per_second, padding_fraction}.
+  """
+  k = data.max_sequences_per_row if data else None
+  return {"data": "records" if data else "synthetic", "packed": bool(k),
+          "max_sequences_per_row": k, "rows": rows, "sequences": sequences,
+          "real_tokens": tokens, "timed_seconds": _significant(timed_seconds),
+          "rows_per_second": _significant(rows / timed_seconds),
+          "sequences_per_second": _significant(sequences / timed_seconds),
+          "real_tokens_per_second": _significant(tokens / timed_seconds),
+          "padding_fraction": round(1.0 - tokens / (rows * seq_length), 6)}
+
+
 def benchmark_train(strategy, model, config, batch, *, optimizer="lamb", iterations_per_loop=1,
                     jit_compile=False, jit_compile_fast_path=True, mixed_precision="float32",
-                    warmup_steps=2, steps=5, peak_tflops=None, gemm_probe_on=True,
-                    profile_dir=None, fields=None):
-  """The train line: run_pretraining's Runner.train_steps on `batch` repeated, per update.
+                    recompute_activations=False, warmup_steps=2, steps=5, peak_tflops=None,
+                    gemm_probe_on=True, cpu_peak=None, profile_dir=None, fields=None):
+  """The train line: run_pretraining's Runner.train_steps, per update.
 
   Args:
     strategy, model: from build_pretrainer (the policy set).
     config: the model's AlbertConfig.
-    batch: synthetic_batch(...): input_ids [B, T], masked_lm_positions [B, P], ...
-    optimizer, iterations_per_loop, jit_compile, jit_compile_fast_path: as run_pretraining's
-      flags (the Runner decides whether XLA compiles the step: albert_tf/training/fast_path.py).
+    batch: synthetic_batch(...) (input_ids [B, T], masked_lm_positions [B, P], ...), repeated;
+      or a Records, whose stream gives every update a batch of its own.
+    optimizer, iterations_per_loop, jit_compile, jit_compile_fast_path, recompute_activations:
+      as run_pretraining's flags (the Runner decides whether XLA compiles the step:
+      albert_tf/training/fast_path.py).
     mixed_precision: the policy the model was built under.
     warmup_steps, steps: untimed and timed calls (each of iterations_per_loop updates).
     peak_tflops: the device's peak, or None for the PEAKS table (GPU, TPU) or the GEMM probe
       (CPU).
     gemm_probe_on: bool, whether a CPU's peak is probed (gemm_probe) when peak_tflops is None.
+    cpu_peak: (TFLOP/s, source) of a probe already made, instead of probing again; or None.
     profile_dir: a directory for a profiler trace of the timed calls, or None.
     fields: more fields for the line (dict).
 
   Returns:
-    The line: seconds_per_step (per update), flops_per_training_step, flops_per_forward_pass,
-    achieved_tflops, peak_tflops, peak_source, mfu, mfu_note, accelerator (cpu on a CPU),
-    jit_compile_requested, jit_compile (what the step was compiled with), profile_dir and
-    profile_top_ops with a profile_dir, ...
+    The line: seconds_per_step (per update, the median), flops_per_training_step,
+    flops_per_forward_pass, achieved_tflops, peak_tflops, peak_source, mfu, mfu_note,
+    accelerator (cpu on a CPU), jit_compile_requested, jit_compile (what the step was compiled
+    with), recompute_activations, peak_rss_mb (read after the timed calls), data_fields()'s,
+    profile_dir and profile_top_ops with a profile_dir, ... FLOPs and mfu are the model's: what
+    recompute_activations computes again is not counted.
   """
   import tensorflow as tf
   from albert_tf.core.settings import TrainSettings
-  b, t = batch["input_ids"].shape
+  records = batch if isinstance(batch, Records) else None
+  if records:
+    b, t, k = records.batch_size, records.seq_length, records.max_sequences_per_row or 1
+    p = records.num_predictions * k
+    make_dataset = lambda _: records_dataset(records)
+  else:
+    (b, t), k, p = batch["input_ids"].shape, 1, batch["masked_lm_positions"].shape[1]
+    make_dataset = lambda _: tf.data.Dataset.from_tensors(batch).repeat()
   settings = TrainSettings(optimizer=optimizer, learning_rate=1e-4, num_train_steps=1000,
                            num_warmup_steps=10, train_batch_size=b,
                            iterations_per_loop=iterations_per_loop, jit_compile=jit_compile,
-                           jit_compile_fast_path=jit_compile_fast_path)
+                           jit_compile_fast_path=jit_compile_fast_path,
+                           recompute_activations=recompute_activations)
   runner = pretraining_runner(strategy, model, settings, mixed_precision)
-  iterator = iter(strategy.distribute_datasets_from_function(
-      lambda _: tf.data.Dataset.from_tensors(batch).repeat()))
+  iterator = iter(strategy.distribute_datasets_from_function(make_dataset))
   n = iterations_per_loop
   # train_steps returns Python floats: each call has finished its n updates when it returns.
-  seconds = time_steps(lambda: runner.train_steps(iterator, n), warmup_steps, steps,
-                       profile_dir) / n
-  flops = pretraining_flops(config, b, t, batch["masked_lm_positions"].shape[1])
+  times = timed_calls(lambda: runner.train_steps(iterator, n), warmup_steps, steps, profile_dir)
+  peak_rss = peak_rss_mb()  # the steps' peak, before the counting and the probe below
+  seconds = statistics.median(times) / n
+  if records:
+    counts = consumed_counts(records, warmup_steps * n, steps * n)
+  else:
+    counts = (b * steps * n,) * 2 + (b * t * steps * n,)
+  flops = pretraining_flops(config, b, t, p, k)
   return measurement(
-      "train", seconds, b, flops_per_training_step=flops.train,
+      "train", seconds, b, peak_rss, flops_per_training_step=flops.train,
       flops_per_forward_pass=flops.forward,
-      **step_utilization(flops.train, seconds, mixed_precision, peak_tflops, gemm_probe_on),
+      **step_utilization(flops.train, seconds, mixed_precision, peak_tflops, gemm_probe_on,
+                         cpu_peak),
       optimizer=optimizer, iterations_per_loop=n, jit_compile_requested=jit_compile,
       jit_compile=runner.jit_compile, mixed_precision=mixed_precision,
+      recompute_activations=recompute_activations,
+      **data_fields(records, t, *counts, sum(times)),
       **(profile_fields(profile_dir) if profile_dir else {}), **(fields or {}))
 
 
@@ -923,7 +1097,14 @@ def fidelity_features_of(config, max_seq_length, data_file=None):
 
 
 def _run_child(function, plan, directory, what):
-  """Runs benchmark.<function>(plan file) in a child process; its lines go to our stdout."""
+  """Runs benchmark.<function>(plan file) in a child process; its stdout streams to ours.
+
+  Returns:
+    The JSON lines it printed, as dicts.
+
+  Raises:
+    RuntimeError: when it fails (its stderr's end in the message).
+  """
   plan_file = os.path.join(directory, f"plan-{os.getpid()}.json")
   with open(plan_file, "w", encoding="utf-8") as f:
     json.dump(plan, f)
@@ -932,14 +1113,35 @@ def _run_child(function, plan, directory, what):
   from albert_tf.core import onednn  # pylint: disable=import-outside-toplevel
   # The child's stderr (TensorFlow's start-up notices) is shown only if it fails.
   sys.stdout.flush()
+  lines = []
   try:
-    result = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
-                            check=False, env=onednn.child_environment())
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
+      with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=stderr,
+                            text=True, env=onednn.child_environment()) as child:
+        for text in child.stdout:
+          sys.stdout.write(text)
+          sys.stdout.flush()
+          if text.startswith("{"):
+            lines.append(json.loads(text))
+      if child.returncode != 0:
+        stderr.seek(0)
+        raise RuntimeError(f"{what} failed: {_exit_reason(child.returncode)}:\n"
+                           f"{stderr.read()[-3000:]}")
   finally:
     os.remove(plan_file)
-  if result.returncode != 0:
-    raise RuntimeError(f"{what} failed with exit status {result.returncode}:\n"
-                       f"{result.stderr[-3000:]}")
+  return lines
+
+
+def _exit_reason(code):
+  """A child's exit status in words: a signal's name where one ended it."""
+  if code >= 0:
+    return f"exit status {code}"
+  import signal
+  name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+  # The kernel's out-of-memory killer ends a process with SIGKILL, and says so nowhere else.
+  hint = (" (the system's out-of-memory killer sends it: try a smaller --batch_size or "
+          "--seq_length, or free memory)") if -code == signal.SIGKILL else ""
+  return f"killed by {name}{hint}"
 
 
 def portable_child(plan_file):
@@ -1006,6 +1208,176 @@ def serving_child(plan_file):
         print(json.dumps(line), flush=True)
 
 
+# -- train measurements from a plan: here, or in a child process of --compare ------------------
+# The flags a train measurement is made of (its plan's keys, cpu_peak besides).
+TRAIN_PLAN_FLAGS = ("config", "parameter_sharing", "batch_size", "seq_length", "num_predictions",
+                    "input_file", "data_seed", "pack_sequences", "max_sequences_per_row",
+                    "recompute_activations", "mixed_precision", "jit_compile",
+                    "jit_compile_fast_path", "optimizer", "iterations_per_loop", "warmup_steps",
+                    "steps", "peak_tflops", "gemm_probe")
+# The two train measurements of each --compare: (name, the plan's change).
+COMPARE_VARIANTS = {
+    "packing": (("unpacked", {"pack_sequences": False}), ("packed", {"pack_sequences": True})),
+    "recompute": (("plain", {"recompute_activations": False}),
+                  ("recompute", {"recompute_activations": True})),
+}
+
+
+def train_plan(**changes):
+  """The train measurement the flags ask for, as a JSON-able dict (TRAIN_PLAN_FLAGS and
+  cpu_peak: (TFLOP/s, source) of a GEMM probe made already, or None), with `changes`."""
+  plan = {name: FLAGS[name].value for name in TRAIN_PLAN_FLAGS}
+  plan["cpu_peak"] = None
+  plan.update(changes)
+  return plan
+
+
+def plan_records(plan, files):
+  """The Records a plan trains on (`files`: its --input_file expanded), or None for synthetic
+  batches."""
+  if not plan["input_file"]:
+    return None
+  k = plan["max_sequences_per_row"] if plan["pack_sequences"] else None
+  return Records(tuple(files), plan["seq_length"], plan["num_predictions"], plan["batch_size"],
+                 k, plan["data_seed"])
+
+
+def plan_config(plan):
+  config = load_config(plan["config"])
+  if plan["parameter_sharing"]:
+    config = config.replace(parameter_sharing=plan["parameter_sharing"])
+  return config
+
+
+def line_fields(plan, config, model):
+  """The fields forward and train lines share: what was measured, on what."""
+  from albert_tf.core import onednn
+  return dict(seq_length=plan["seq_length"], num_predictions=plan["num_predictions"],
+              config=plan["config"], threads=os.cpu_count(),
+              parameter_sharing=config.parameter_sharing, parameters=model.count_params(),
+              onednn=onednn.tensorflow_uses_onednn(), input_file=plan["input_file"])
+
+
+def train_line(plan, strategy, model, config, data, profile_dir=None):
+  """benchmark_train of `plan` on `data` (a Records or a synthetic batch)."""
+  return benchmark_train(
+      strategy, model, config, data, optimizer=plan["optimizer"],
+      iterations_per_loop=plan["iterations_per_loop"], jit_compile=plan["jit_compile"],
+      jit_compile_fast_path=plan["jit_compile_fast_path"],
+      mixed_precision=plan["mixed_precision"],
+      recompute_activations=plan["recompute_activations"], warmup_steps=plan["warmup_steps"],
+      steps=plan["steps"], peak_tflops=plan["peak_tflops"], gemm_probe_on=plan["gemm_probe"],
+      cpu_peak=tuple(plan["cpu_peak"]) if plan["cpu_peak"] else None, profile_dir=profile_dir,
+      fields=line_fields(plan, config, model))
+
+
+def train_child(plan_file):
+  """One train measurement of --compare, in a process of its own (as main runs it): prints its
+  line."""
+  sys.path.insert(0, REPO_ROOT)
+  from albert_tf.core import onednn
+  from albert_tf.core.io import expand_input_patterns
+  from albert_tf.core.startup import quiet_tensorflow_startup
+  quiet_tensorflow_startup()
+  onednn.turn_on_for_training()
+  with open(plan_file, encoding="utf-8") as f:
+    plan = json.load(f)
+  config = plan_config(plan)
+  strategy, model = build_pretrainer(config, plan["mixed_precision"])
+  files = expand_input_patterns(plan["input_file"]) if plan["input_file"] else None
+  report(train_line(plan, strategy, model, config, plan_records(plan, files)
+                    or synthetic_batch(config, plan["batch_size"], plan["seq_length"],
+                                       plan["num_predictions"])))
+
+
+def run_compare(kind, plan, at_target_shape):
+  """--compare: COMPARE_VARIANTS[kind]'s two train measurements of `plan`, each in a child
+  process (train_child; its line printed), the second with the first's GEMM probe; then the
+  compare line (compare_line). Returns the compare line."""
+  lines = []
+  base = tempfile.mkdtemp(prefix="albert_compare_bench_")
+  try:
+    for name, change in COMPARE_VARIANTS[kind]:
+      child_plan = dict(plan, **change)
+      if lines and (lines[0]["peak_source"] or "").startswith("GEMM probe"):
+        child_plan["cpu_peak"] = [lines[0]["peak_tflops"], lines[0]["peak_source"]]
+      printed = _run_child("train_child", child_plan, base, f"the {name} train measurement")
+      lines.append([l for l in printed if l.get("mode") == "train"][-1])
+  finally:
+    shutil.rmtree(base, ignore_errors=True)
+  return report(compare_line(kind, *lines, at_target_shape=at_target_shape))
+
+
+def compare_line(kind, first, second, at_target_shape=True):
+  """The line comparing two train lines of --compare=`kind` (COMPARE_VARIANTS' order).
+
+  Args:
+    kind: "packing" or "recompute".
+    first, second: the train lines, unpacked then packed, or plain then recompute.
+    at_target_shape: whether the run is of the shape TARGETS[kind]'s goal is of (recompute:
+      RECOMPUTE_TARGET_SHAPE); meets_target is None where it is not.
+
+  Returns:
+    {mode: "compare", compare, config, batch_size, seq_length, the ratio (packing:
+     packed_speedup = real tokens/s packed / unpacked, sequences_per_second_ratio; recompute:
+     memory_saving = 1 - peak RSS recompute / plain), step_time_ratio (second / first), each
+     line's figures by variant, target (">= 1.6"), goal, at_target_shape, meets_target}.
+  """
+  (a, _), (b, _) = COMPARE_VARIANTS[kind]
+  line = {"mode": "compare", "compare": kind, "config": first["config"],
+          "batch_size": first["batch_size"], "seq_length": first["seq_length"]}
+  if kind == "packing":
+    line.update(
+        packed_speedup=round(second["real_tokens_per_second"] / first["real_tokens_per_second"],
+                             4),
+        sequences_per_second_ratio=round(
+            second["sequences_per_second"] / first["sequences_per_second"], 4))
+    shown = ("real_tokens_per_second", "sequences_per_second", "padding_fraction",
+             "seconds_per_step")
+  else:
+    line["memory_saving"] = round(1.0 - second["peak_rss_mb"] / first["peak_rss_mb"], 4)
+    shown = ("peak_rss_mb", "seconds_per_step", "real_tokens_per_second")
+  line["step_time_ratio"] = round(second["seconds_per_step"] / first["seconds_per_step"], 4)
+  for field in shown:
+    line[field] = {a: first[field], b: second[field]}
+  target = TARGETS[kind]
+  line.update(target=f">= {target.at_least}", goal=target.goal, at_target_shape=at_target_shape,
+              meets_target=(line[target.field] >= target.at_least if at_target_shape else None))
+  return line
+
+
+def at_recompute_target_shape(config):
+  """Whether `config` at --batch_size x --seq_length is the shape of the recompute goal."""
+  name, batch_size, seq_length = RECOMPUTE_TARGET_SHAPE
+  sizes = lambda c: (c.hidden_size, c.num_hidden_layers, c.intermediate_size,
+                     c.embedding_size, c.num_attention_heads, c.vocab_size)
+  return (sizes(config) == sizes(load_config(name)) and FLAGS.batch_size == batch_size
+          and FLAGS.seq_length == seq_length)
+
+
+def check_data_flags():
+  """Raises app.UsageError, naming the flag and the fix, for --input_file, --pack_sequences and
+  --compare flags that cannot go together (before TensorFlow loads)."""
+  if FLAGS.pack_sequences and not FLAGS.input_file:
+    raise app.UsageError("--pack_sequences packs the records' sequences: give --input_file "
+                         "(create_pretraining_data's TFRecords)")
+  if not FLAGS.compare:
+    return
+  if FLAGS.compare == "packing" and not FLAGS.input_file:
+    raise app.UsageError("--compare=packing packs records: give --input_file "
+                         "(create_pretraining_data's TFRecords)")
+  variant_flag = {"packing": "pack_sequences",
+                  "recompute": "recompute_activations"}[FLAGS.compare]
+  if FLAGS[variant_flag].value:
+    raise app.UsageError(f"--compare={FLAGS.compare} times both with and without "
+                         f"--{variant_flag}: leave --{variant_flag} out")
+  if FLAGS.profile:
+    raise app.UsageError("--profile traces one measurement: leave it out with --compare")
+  if set(FLAGS.mode) - {"train", "all"}:
+    raise app.UsageError(f"--compare times train steps only: leave out --mode="
+                         f"{','.join(FLAGS.mode)} (or give --mode=train)")
+
+
 def _positive_ints(flag_name, values):
   try:
     ints = [int(v) for v in values]
@@ -1039,6 +1411,10 @@ def main(_):
   if FLAGS.parameter_sharing:
     config = config.replace(parameter_sharing=FLAGS.parameter_sharing)
   modes = set(FLAGS.mode)
+  check_data_flags()
+  if FLAGS.compare:
+    modes = set()  # the compare's train measurements only
+  steps = modes & {"forward", "train", "all"} or FLAGS.compare
   token_counts = _positive_ints("serving_tokens", FLAGS.serving_tokens)
   batch_sizes = _positive_ints("serving_batch_sizes", FLAGS.serving_batch_sizes)
   runtimes = FLAGS.serving_runtimes
@@ -1055,33 +1431,42 @@ def main(_):
       check_serving_tokens(config, token_counts)
     except ValueError as e:
       raise app.UsageError(str(e)) from None
-  if modes & {"forward", "train", "all"}:
+  if steps:
     check_step_shape(config)
   from albert_tf.core import onednn
   from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()  # before TensorFlow's first import
-  if modes & {"forward", "train", "all"}:
+  if steps:
     # As the training binaries run (the serving children get TensorFlow's default back:
-    # _run_child).
+    # _run_child); before the records' check loads TensorFlow.
     onednn.turn_on_for_training()
+  files = None
+  if FLAGS.input_file and steps:
+    try:
+      files = check_records(FLAGS.input_file, FLAGS.seq_length, FLAGS.num_predictions)
+    except ValueError as e:
+      raise app.UsageError(str(e)) from None
+  if FLAGS.compare:
+    run_compare(FLAGS.compare, train_plan(),
+                at_recompute_target_shape(config) if FLAGS.compare == "recompute" else True)
+  if modes & {"forward", "train", "all"}:
     strategy, model = build_pretrainer(config, FLAGS.mixed_precision)
-    batch = synthetic_batch(config, FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions)
-    timing = dict(jit_compile=FLAGS.jit_compile,
-                  jit_compile_fast_path=FLAGS.jit_compile_fast_path,
-                  mixed_precision=FLAGS.mixed_precision, warmup_steps=FLAGS.warmup_steps,
-                  steps=FLAGS.steps, peak_tflops=FLAGS.peak_tflops, gemm_probe_on=FLAGS.gemm_probe,
-                  fields=dict(seq_length=FLAGS.seq_length, num_predictions=FLAGS.num_predictions,
-                              config=FLAGS.config, threads=os.cpu_count(),
-                              parameter_sharing=config.parameter_sharing,
-                              parameters=model.count_params(),
-                              onednn=onednn.tensorflow_uses_onednn()))
+    plan = train_plan()
+    records = plan_records(plan, files)
+    batch = (first_batch(records) if records else
+             synthetic_batch(config, FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions))
     profile = lambda mode: os.path.join(FLAGS.profile, mode) if FLAGS.profile else None
     if modes & {"forward", "all"}:
-      report(benchmark_forward(model, config, batch, profile_dir=profile("forward"), **timing))
+      report(benchmark_forward(
+          model, config, batch, jit_compile=FLAGS.jit_compile,
+          jit_compile_fast_path=FLAGS.jit_compile_fast_path,
+          mixed_precision=FLAGS.mixed_precision, warmup_steps=FLAGS.warmup_steps,
+          steps=FLAGS.steps, peak_tflops=FLAGS.peak_tflops, gemm_probe_on=FLAGS.gemm_probe,
+          profile_dir=profile("forward"),
+          fields=dict(line_fields(plan, config, model), data="records" if records else
+                      "synthetic", packed=bool(records and records.max_sequences_per_row))))
     if modes & {"train", "all"}:
-      report(benchmark_train(strategy, model, config, batch, optimizer=FLAGS.optimizer,
-                             iterations_per_loop=FLAGS.iterations_per_loop,
-                             profile_dir=profile("train"), **timing))
+      report(train_line(plan, strategy, model, config, records or batch, profile("train")))
   if modes & {"serving", "all"}:
     if "saved_model" in runtimes:
       benchmark_serving(config, FLAGS.spm_model_file, token_counts, batch_sizes,
