@@ -23,7 +23,7 @@ def pinned(names):
 
 setuptools.setup(
     name="albert_tf",
-    version="0.3.0",
+    version="0.3.1",
     packages=setuptools.find_packages(include=["albert_tf", "albert_tf.*"]),
     install_requires=pinned(WORKER_REQUIREMENTS),
     python_requires=">=3.11",

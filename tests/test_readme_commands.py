@@ -96,6 +96,12 @@ BLOCKS = {
     "mkdocs build --strict": run(),
     # docs/pretraining.md (the paper's run is a template; this is its sample-sized run)
     "python3 tools/train_sentencepiece.py --input=data/sample/corpus.txt": run(),
+    # (packing: the sample's records reported, then pretrained packed)
+    "python3 tools/padding_report.py --input_file='work/pretraining/records/*.tfrecord'": run(),
+    "python3 -m albert_tf.run_pretraining --input_file='work/pretraining/records/*.tfrecord'":
+        run(),
+    "python3 tools/benchmark.py --config=data/configs/tiny_quickstart.json --batch_size=8": run(
+        ("--steps=4", "--steps=2")),
     # (whole-word masking on the bundled Chinese sample)
     "python3 -m albert_tf.create_pretraining_data --input_file=tests/testdata/zh/corpus.txt":
         run(),
