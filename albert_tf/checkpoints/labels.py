@@ -115,8 +115,9 @@ def check_checkpoint_labels(label_names, checkpoint, training, names=None):
   """Refuses label names (from --label_list) that disagree with those `checkpoint` was trained
   with (the label_list.txt beside it, or an HF directory's id2label; or `names` when given): its
   head's logit k is the checkpoint's label k, so another order would label every example with
-  the wrong names, and another count cannot load. With `training`, other names of the same
-  count are a new label set to learn (the head is only a start) and pass.
+  the wrong names, and another count cannot load. With `training`, other names are a new label
+  set to learn and pass: of the same count the head is only a start; of another count the run
+  starts a new head (albert_tf.finetuning.job).
 
   Args:
     label_names: the run's names, in id order.
@@ -134,7 +135,7 @@ def check_checkpoint_labels(label_names, checkpoint, training, names=None):
   names, label_names = list(names), list(label_names)
   fix = ("drop --label_list to use the checkpoint's labels, or give them in its order: "
          f"--label_list={','.join(names)}")
-  if len(names) != len(label_names):
+  if len(names) != len(label_names) and not training:
     raise errors.CheckpointError(
         f"--label_list has {len(label_names)} labels but --init_checkpoint={checkpoint} has "
         f"{len(names)} ({' '.join(names)}): its head cannot take {len(label_names)}; {fix}")

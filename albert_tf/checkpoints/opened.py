@@ -13,6 +13,7 @@ keras-hub presets (checkpoints.keras_hub). What a fine-tuning run keeps beside i
 (its config, tokenizer and task: checkpoints.companions) makes its output_dir a checkpoint too.
 """
 
+import dataclasses
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ import tensorflow as tf
 
 from albert_tf.core import errors, io
 from albert_tf.core.config import ARCHITECTURE_FIELDS, AlbertConfig
-from albert_tf.checkpoints import companions, hf, keras_hub, original, ours
+from albert_tf.checkpoints import companions, hf, keras_hub, layout, original, ours
 
 logger = logging.getLogger("albert_tf")
 
@@ -62,6 +63,24 @@ def open_checkpoint(path) -> Optional["OpenedCheckpoint"]:
   return OpenedCheckpoint(path, None)
 
 
+class _EncoderOnly:
+  """A model seen by the checkpoint loaders as its encoder alone: the weights of a task head
+  that a run starts anew are not loaded (nor checked against the checkpoint's)."""
+
+  def __init__(self, model):
+    self._model = model
+
+  def __getattr__(self, name):
+    return getattr(self._model, name)
+
+  def original_variables(self):
+    return {name: variable for name, variable in layout.original_variable_map(self._model).items()
+            if layout.is_encoder_name(name)}
+
+  def checkpoint_parts(self):
+    return {"encoder": layout.model_parts(self._model)["encoder"]}
+
+
 class UnreadableCheckpointError(errors.CheckpointError):
   """A checkpoint whose index or data files cannot be read (truncated, corrupt)."""
 
@@ -98,6 +117,7 @@ class OpenedCheckpoint:
     self.path, self._kind = path, foreign_kind
     self._location = self._reader_of = None
     self.directory = companions.checkpoint_directory(path)
+    self._head_choice = None
 
   def __repr__(self):
     return f"OpenedCheckpoint({self.path!r})"
@@ -168,9 +188,25 @@ class OpenedCheckpoint:
     {} for HF and keras-hub, whose names are their own."""
     return dict(self._reader.get_variable_to_shape_map()) if self.is_tf_checkpoint else {}
 
+  def with_head_choice(self, choose) -> "OpenedCheckpoint":
+    """The same checkpoint, whose load_into asks `choose` whether to load its task head.
+
+    Args:
+      choose: choose(model, mismatch) -> None to load the head, or the log line of a run that
+        starts a new head (the encoder alone is loaded, the head stays as initialised); it may
+        raise to refuse. Asked first with mismatch None, then, where the head still loads and
+        one of its variables has another shape than the model's, with that
+        original.ShapeMismatchError (None then re-raises it).
+    """
+    chosen = OpenedCheckpoint(self.path, self._kind)
+    chosen._location, chosen._reader_of = self._location, self._reader_of
+    chosen._head_choice = choose
+    return chosen
+
   def load_into(self, model, init_from_group0=False) -> original.LoadReport:
     """Loads its model weights into `model` (no optimizer state); a task head it lacks stays as
-    initialised and is listed in the report's `missing`.
+    initialised and is listed in the report's `missing`, as does a head that a head choice
+    (with_head_choice) starts anew.
 
     Args:
       model: any albert_tf model (AlbertModel, AlbertPretrainer, AlbertClassifier, ...).
@@ -181,6 +217,24 @@ class OpenedCheckpoint:
       KeyError: encoder variables it lacks (the config does not match it).
       UnreadableCheckpointError: a data file that cannot be read (naming it).
     """
+    if self._head_choice is None:
+      return self._load_into(model, init_from_group0)
+    new_head = self._head_choice(model, None)
+    if new_head is None:
+      try:
+        return self._load_into(model, init_from_group0)
+      except original.ShapeMismatchError as mismatch:
+        if layout.is_encoder_name(mismatch.name):
+          raise
+        new_head = self._head_choice(model, mismatch)
+        if new_head is None:
+          raise
+    logger.info(new_head)
+    report = self._load_into(_EncoderOnly(model), init_from_group0)
+    head = [n for n in layout.original_variable_map(model) if not layout.is_encoder_name(n)]
+    return dataclasses.replace(report, missing=sorted(report.missing + head))
+
+  def _load_into(self, model, init_from_group0):
     if self.kind == HF:
       return hf.load_hf_checkpoint(model, self.path, init_from_group0=init_from_group0)
     if self.kind == KERAS_HUB:

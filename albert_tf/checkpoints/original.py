@@ -158,6 +158,26 @@ def check_layers_used(unused_layers, prefix):
         f"compare {_LAYOUT_KEYS} of the albert_config with the checkpoint's")
 
 
+class ShapeMismatchError(errors.CheckpointError):
+  """A checkpoint variable whose shape is not the model's (load_variables raises it before
+  anything is assigned). A task head of another shape (another label count) is a new head to
+  a fine-tuning run that trains (albert_tf.finetuning.job), the name tells it.
+
+  Attributes:
+    name: the model variable's original name.
+    checkpoint_shape: its shape in the checkpoint, a list.
+    model_shape: the model's, a list.
+  """
+
+  def __init__(self, name, prefix, checkpoint_shape, model_shape):
+    self.name = name
+    self.checkpoint_shape, self.model_shape = list(checkpoint_shape), list(model_shape)
+    super().__init__(
+        f"shape mismatch for {name}: checkpoint {prefix} has {self.checkpoint_shape}, the model "
+        f"expects {self.model_shape} (does the albert_config match the config the checkpoint "
+        "was trained with?)")
+
+
 def load_variables(targets, sources, reader, prefix, init_from_group0=False, strict_encoder=True):
   """Assigns checkpoint tensors to model variables; the part both layouts share.
 
@@ -182,10 +202,7 @@ def load_variables(targets, sources, reader, prefix, init_from_group0=False, str
       missing.append(name)
       continue
     if tuple(shapes[source]) != tuple(variable.shape):
-      raise errors.CheckpointError(
-          f"shape mismatch for {name}: checkpoint {prefix} has {list(shapes[source])}, the model "
-          f"expects {list(variable.shape)} (does the albert_config match the config the "
-          "checkpoint was trained with?)")
+      raise ShapeMismatchError(name, prefix, shapes[source], variable.shape)
     plan[name] = (source, variable)
 
   missing_encoder = sorted(n for n in missing if layout.is_encoder_name(n))

@@ -28,6 +28,8 @@ from albert_tf.training.job import Job, UsageError
 logger = logging.getLogger("albert_tf")
 # transformers classes without a task head: a checkpoint of one has no head to be another task's.
 _HEADLESS_ARCHITECTURES = ("AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM")
+# A classifier's (and a tagger's) output layer, [labels, H]: its shape gives the label count.
+_CLASSIFIER_WEIGHTS = "output_weights"
 
 
 def _with_kept_tokenizer(settings, init):
@@ -45,6 +47,14 @@ def _with_kept_tokenizer(settings, init):
   logger.info(f"tokenizer: {spm or vocab} (from --init_checkpoint)")
   return dataclasses.replace(settings, tokenizer=dataclasses.replace(
       tokenizer, spm_model_file=spm, vocab_file=vocab))
+
+
+def _outputs(shape):
+  """` (3 labels)` or ` (1 output: regression)` for a classifier head's output_weights shape
+  [labels, H]; "" for None."""
+  if not shape:
+    return ""
+  return " (1 output: regression)" if shape[0] == 1 else f" ({shape[0]} labels)"
 
 
 class FineTuningJob(Job):
@@ -75,6 +85,8 @@ class FineTuningJob(Job):
       raise UsageError(str(e)) from None
     self.best_path = os.path.join(settings.output_dir, "model.ckpt-best")
     self._tracker = None
+    if self.init is not None:
+      self.init = self.init.with_head_choice(self._choose_init_head)
 
   def keep_config(self):
     """Job.keep_config, then the run's tokenizer beside it (companions.keep_tokenizer): the
@@ -143,22 +155,71 @@ class FineTuningJob(Job):
     kept = init.task
     if kept is None or missing:
       return
-    if "architecture" in kept:
-      head = hf_heads.for_model(self.model)
-      ours = head.architecture if head is not None else None
-      other = ours is not None and kept["architecture"] != ours and (
-          kept["architecture"] not in _HEADLESS_ARCHITECTURES)
-    else:
-      other = kept["model"] != task["model"] or (
-          kept.get("task") is not None and task["task"] is not None
-          and kept["task"] != task["task"])
-    if other:
+    if self._is_other_task(kept, task, self.model):
       raise errors.CheckpointError(
           f"--init_checkpoint={init.path} holds a head fine-tuned as "
           f"{companions.describe_task(kept)}, and this run evaluates, predicts or exports "
           f"{companions.describe_task(task)} without --do_train: its answers would be the other "
           "task's. Point --init_checkpoint at a model fine-tuned for this task, or fine-tune "
           "this one (--do_train)")
+
+  @staticmethod
+  def _is_other_task(kept, task, model):
+    """Whether the head of a checkpoint whose task record is `kept` (not None) was trained for
+    another task than `task`, this run's record for `model`."""
+    if "architecture" in kept:
+      head = hf_heads.for_model(model)
+      ours = head.architecture if head is not None else None
+      return ours is not None and kept["architecture"] != ours and (
+          kept["architecture"] not in _HEADLESS_ARCHITECTURES)
+    return kept["model"] != task["model"] or (
+        kept.get("task") is not None and task["task"] is not None
+        and kept["task"] != task["task"])
+
+  def _choose_init_head(self, model, mismatch):
+    """Whether a run from --init_checkpoint loads its task head (the head choice of
+    OpenedCheckpoint.with_head_choice, asked as the checkpoint loads into `model`): a training
+    run (--do_train) starts a new head where the checkpoint's was fine-tuned for another task
+    (its kept task record) or has another shape (another label count; `mismatch`, the
+    original.ShapeMismatchError of its first such variable), and keeps the encoder. A run
+    without --do_train keeps the head: one of another shape is refused here, one of another
+    task by _check_init_head.
+
+    Returns:
+      None to load the head, else the one log line saying why it is new.
+
+    Raises:
+      errors.CheckpointError: a head of another shape for a run without --do_train.
+    """
+    init, task = self.init, {"model": type(model).__name__,
+                             "task": getattr(self, "task_name", None)}
+    kept = init.task
+    other = kept is not None and self._is_other_task(kept, task, model)
+    if not self.settings.do_train:
+      if mismatch is not None:
+        raise errors.CheckpointError(
+            f"--init_checkpoint={init.path} holds a head of another shape ({mismatch.name} "
+            f"{mismatch.checkpoint_shape}, this run's is {mismatch.model_shape}: another label "
+            f"count), and this run evaluates, predicts or exports "
+            f"{companions.describe_task(task)} without --do_train, keeping the head. Point "
+            "--init_checkpoint at a model fine-tuned for this task, or fine-tune this one "
+            "(--do_train: the encoder is kept and a new head trained)")
+      return None
+    if not other and mismatch is None:
+      return None
+    # The label counts, where the head is a classifier's (its output_weights [labels, H]).
+    weights = layout.original_variable_map(model).get(_CLASSIFIER_WEIGHTS)
+    source = init.variable_shapes.get(_CLASSIFIER_WEIGHTS)
+    if mismatch is not None and mismatch.name == _CLASSIFIER_WEIGHTS:
+      source = mismatch.checkpoint_shape
+    source, ours = _outputs(source), _outputs(None if weights is None else list(weights.shape))
+    was = companions.describe_task(kept) if kept is not None else "another head"
+    if mismatch is not None and not (source and ours):
+      source = f" ({mismatch.name} {mismatch.checkpoint_shape})"
+      ours = f" ({mismatch.name} {mismatch.model_shape})"
+    return (f"starting a new task head: --init_checkpoint={init.path} was fine-tuned as "
+            f"{was}{source}, this run is {companions.describe_task(task)}{ours}; the encoder is "
+            "kept")
 
   def train_on(self, path, make_dataset, after_save=None):
     """Trains on feature file `path`; make_dataset(seed, input_context) gives its batches.
