@@ -30,8 +30,8 @@ from installed_package import env_with
 # out/, the exports). The README, then docs/ in mkdocs.yml's order.
 DOCUMENTS = ["README.md"] + [os.path.join("docs", page + ".md") for page in (
     "index", "pretraining", "data-at-scale", "fine-tuning", "adding-a-task", "exports",
-    "portable", "huggingface", "variants", "python-api", "api", "faithfulness", "speed",
-    "layout", "chinese")]
+    "portable", "huggingface", "variants", "reproducing", "python-api", "api", "faithfulness",
+    "speed", "layout", "chinese")]
 
 COMMAND_LANGUAGES = {"bash", "sh", "console", "python"}
 OTHER_LANGUAGES = {"text"}
@@ -105,6 +105,9 @@ BLOCKS = {
     # (whole-word masking on the bundled Chinese sample)
     "python3 -m albert_tf.create_pretraining_data --input_file=tests/testdata/zh/corpus.txt":
         run(),
+    # docs/variants.md (Table 5 on held-out documents, at the tool's quick size)
+    "python3 tools/sentence_objectives.py --output_dir=work/sentence_objectives": run(
+        ("--train_steps=800", "--quick")),
     # docs/data-at-scale.md
     "python3 tools/make_scale_corpus.py --size_mb=40": run(
         ("--size_mb=40", "--size_mb=1"), ("/tmp/corpus_40mb.txt", "corpus_1mb.txt"),
@@ -157,6 +160,8 @@ BLOCKS = {
     # docs/variants.md: the runnable ablation (a few steps are enough here).
     "python3 -m albert_tf.create_pretraining_data --input_file=data/sample/corpus.txt": run(
         ("--num_train_steps=100", "--num_train_steps=2")),
+    # docs/reproducing.md: the MRPC recipe on the bundled sample, its sizes overridden.
+    "python3 -m albert_tf.run_classifier --flagfile=data/recipes/albert_v2/MRPC.flags": run(),
     # docs/python-api.md
     "import albert_tf": run(),
 }
