@@ -61,34 +61,40 @@ QUICK = {"train_steps": 4, "batch_size": 8, "max_seq_length": 32, "dupe_factor":
          "max_predictions_per_seq": 5, "heldout_dupe_factor": 1, "jit_compile": False}
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("output_dir", None, "Where the data, the models and table5.json go.")
-flags.DEFINE_string("corpus", DEFAULT_CORPUS,
-                    "Corpus file(s), comma-separated (one sentence a line, blank lines between "
-                    "documents). Default: the bundled sample corpus.")
-flags.DEFINE_string("config", DEFAULT_CONFIG, "The albert_config.json of the three models.")
-flags.DEFINE_string("spm_model_file", None,
-                    "A SentencePiece model of the --config's vocabulary size. Default: one "
-                    "trained on the training documents.")
-flags.DEFINE_float("heldout_fraction", 0.2, "Fraction of the documents held out for evaluation.",
-                   lower_bound=0.0, upper_bound=1.0)
-flags.DEFINE_integer("train_steps", 600, "Training steps of each model.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 64, "Training batch size.", lower_bound=1)
-flags.DEFINE_integer("max_seq_length", 64, "Sequence length of the records and the models.",
-                     lower_bound=8)
-flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions per sequence.",
-                     lower_bound=1)
-flags.DEFINE_integer("dupe_factor", 10,
-                     "Passes over the training documents (each with new pairs and masks); the "
-                     "held-out records take 10 (more pairs and masks of the same documents: a "
-                     "steadier accuracy).", lower_bound=1)
-flags.DEFINE_float("learning_rate", 0.005, "Peak learning rate (LAMB).", lower_bound=0.0)
-flags.DEFINE_integer("warmup_steps", None, "Warmup steps (default: a tenth of --train_steps).",
-                     lower_bound=0)
-flags.DEFINE_integer("seed", 1, "Seed of the split, the vocabulary, the records, the weights "
-                     "and the data order: the same for the three models.")
-flags.DEFINE_bool("quick", False, "A few steps on short sequences (a check that everything "
-                  "runs, in under a minute): overrides --train_steps, --batch_size, "
-                  "--max_seq_length, --max_predictions_per_seq, --dupe_factor; no XLA.")
+
+
+def define_flags():
+  """The tool's flags (defined when it runs, not when a test imports it: absl holds one
+  set of flags a process, and create_pretraining_data's --spm_model_file is another)."""
+  flags.DEFINE_string("output_dir", None, "Where the data, the models and table5.json go.")
+  flags.DEFINE_string("corpus", DEFAULT_CORPUS,
+                      "Corpus file(s), comma-separated (one sentence a line, blank lines between "
+                      "documents). Default: the bundled sample corpus.")
+  flags.DEFINE_string("config", DEFAULT_CONFIG, "The albert_config.json of the three models.")
+  flags.DEFINE_string("spm_model_file", None,
+                      "A SentencePiece model of the --config's vocabulary size. Default: one "
+                      "trained on the training documents.")
+  flags.DEFINE_float("heldout_fraction", 0.2, "Fraction of the documents held out for evaluation.",
+                     lower_bound=0.0, upper_bound=1.0)
+  flags.DEFINE_integer("train_steps", 600, "Training steps of each model.", lower_bound=1)
+  flags.DEFINE_integer("batch_size", 64, "Training batch size.", lower_bound=1)
+  flags.DEFINE_integer("max_seq_length", 64, "Sequence length of the records and the models.",
+                       lower_bound=8)
+  flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions per sequence.",
+                       lower_bound=1)
+  flags.DEFINE_integer("dupe_factor", 10,
+                       "Passes over the training documents (each with new pairs and masks); the "
+                       "held-out records take 10 (more pairs and masks of the same documents: a "
+                       "steadier accuracy).", lower_bound=1)
+  flags.DEFINE_float("learning_rate", 0.005, "Peak learning rate (LAMB).", lower_bound=0.0)
+  flags.DEFINE_integer("warmup_steps", None, "Warmup steps (default: a tenth of --train_steps).",
+                       lower_bound=0)
+  flags.DEFINE_integer("seed", 1, "Seed of the split, the vocabulary, the records, the weights "
+                       "and the data order: the same for the three models.")
+  flags.DEFINE_bool("quick", False, "A few steps on short sequences (a check that everything "
+                    "runs, in under a minute): overrides --train_steps, --batch_size, "
+                    "--max_seq_length, --max_predictions_per_seq, --dupe_factor; no XLA.")
+
 
 HELDOUT_DUPE_FACTOR = 10
 
@@ -367,4 +373,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   cli.run(main, required_flags=("output_dir",))
