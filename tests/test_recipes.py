@@ -1,8 +1,9 @@
 """The fine-tuning recipes of data/recipes/albert_v2 (the ALBERT paper's Table 14 for the v2
 models, as absl flagfiles; docs/reproducing.md): each parses through its binary's own flags
 (`--flagfile=`, then cli's bounds), every flag it holds is one of that binary's and lands with
-the value its sources give; every Table 14 task has one; each names its binary and its sources,
-and names the Table 14 hyperparameters it could not source instead of leaving them out silently.
+the value its sources give (Table 14 with the README's v2 deltas, and run_glue.sh); every Table
+14 task has one; each names its binary and its sources, and names any Table 14 hyperparameter it
+could not source instead of leaving it out silently.
 """
 
 import json
@@ -23,19 +24,41 @@ TABLE_14_TASKS = {
     "QQP": "QQP", "RTE": "RTE", "MRPC": "MRPC", "WNLI": "WNLI", "SQuAD v1.1": "SQuAD_v1.1",
     "SQuAD v2.0": "SQuAD_v2.0", "RACE": "RACE"}
 
-# The flags that carry Table 14's columns (learning rate, batch, classifier dropout, steps,
-# warmup, length) in each binary; ALBERT DR is albert_config.json's, not a flag. The SQuAD
-# binaries count their steps from epochs, as the original's.
+# The flags that carry Table 14's columns (learning rate, batch, ALBERT dropout, classifier
+# dropout, steps, warmup, length) in each binary. The SQuAD binaries count their steps from
+# epochs, as the original's; the SQuAD v1.1 head has no dropout.
 TABLE_14_FLAGS = {
-    "run_classifier": ["learning_rate", "train_batch_size", "classifier_dropout", "train_step",
-                       "warmup_step", "max_seq_length", "save_checkpoints_steps"],
-    "run_race": ["learning_rate", "train_batch_size", "dropout_prob", "train_step",
-                 "warmup_step", "max_seq_length", "save_checkpoints_steps"],
-    "run_squad_v1": ["learning_rate", "train_batch_size", "num_train_epochs",
+    "run_classifier": ["learning_rate", "train_batch_size", "albert_dropout",
+                       "classifier_dropout", "train_step", "warmup_step", "max_seq_length",
+                       "save_checkpoints_steps"],
+    "run_race": ["learning_rate", "train_batch_size", "albert_dropout", "dropout_prob",
+                 "train_step", "warmup_step", "max_seq_length", "save_checkpoints_steps"],
+    "run_squad_v1": ["learning_rate", "train_batch_size", "albert_dropout", "num_train_epochs",
                      "warmup_proportion", "max_seq_length", "save_checkpoints_steps"],
-    "run_squad_v2": ["learning_rate", "train_batch_size", "dropout_prob", "num_train_epochs",
-                     "warmup_proportion", "max_seq_length", "save_checkpoints_steps"],
+    "run_squad_v2": ["learning_rate", "train_batch_size", "albert_dropout", "dropout_prob",
+                     "num_train_epochs", "warmup_proportion", "max_seq_length",
+                     "save_checkpoints_steps"],
 }
+
+# Table 14 of the paper (appendix A.4), for the v1 models: task -> (learning rate, batch,
+# ALBERT DR, classifier DR, training steps, warmup steps, maximum sequence length).
+TABLE_14 = {
+    "CoLA": (1e-5, 16, 0.0, 0.1, 5336, 320, 512),
+    "STS-B": (2e-5, 16, 0.0, 0.1, 3598, 214, 512),
+    "SST-2": (1e-5, 32, 0.0, 0.1, 20935, 1256, 512),
+    "MNLI": (3e-5, 128, 0.0, 0.1, 10000, 1000, 512),
+    "QNLI": (1e-5, 32, 0.0, 0.1, 33112, 1986, 512),
+    "QQP": (5e-5, 128, 0.1, 0.1, 14000, 1000, 512),
+    "RTE": (3e-5, 32, 0.1, 0.1, 800, 200, 512),
+    "MRPC": (2e-5, 32, 0.0, 0.1, 800, 200, 512),
+    "WNLI": (2e-5, 16, 0.1, 0.1, 2000, 250, 512),
+    "SQuAD_v1.1": (5e-5, 48, 0.0, 0.1, 3649, 365, 384),
+    "SQuAD_v2.0": (3e-5, 48, 0.0, 0.1, 8144, 814, 512),
+    "RACE": (2e-5, 32, 0.1, 0.1, 12000, 1000, 512),
+}
+# The README's v2 note: "For v2, we simply adopt the parameters from v1 except for RACE, where
+# we use a learning rate of 1e-5 and 0 ALBERT DR".
+V2_DELTAS = {"RACE": {"learning_rate": 1e-5, "albert_dropout": 0.0}}
 
 # Where the data, the model and the outputs are: the user's, never a recipe's.
 LOCATION_FLAGS = {"data_dir", "output_dir", "init_checkpoint", "albert_config_file",
@@ -195,21 +218,46 @@ def test_glue_recipes_are_run_glue_sh(parsed):
     values = parsed[task]["values"]
     assert values == {
         "task_name": task, "optimizer": "adamw", "learning_rate": float(learning_rate),
-        "train_batch_size": int(batch), "classifier_dropout": 0.1, "train_step": int(steps),
+        "train_batch_size": int(batch), "albert_dropout": TABLE_14[task][2],
+        "classifier_dropout": 0.1, "train_step": int(steps),
         "warmup_step": int(warmup), "max_seq_length": 512,
         "save_checkpoints_steps": int(checkpoints)}, task
 
 
-def test_wnli_gives_only_what_is_sourced(parsed):
-  assert parsed["WNLI"]["values"] == {
-      "task_name": "WNLI", "optimizer": "adamw", "classifier_dropout": 0.1}
+def _v2_row(name):
+  """{flag: value} of Table 14's row for recipe `name`, the v2 note's deltas applied."""
+  learning_rate, batch, albert_dr, classifier_dr, steps, warmup, length = TABLE_14[name]
+  row = {"learning_rate": learning_rate, "train_batch_size": batch, "albert_dropout": albert_dr,
+         "classifier_dropout": classifier_dr, "train_step": steps, "warmup_step": warmup,
+         "max_seq_length": length}
+  row.update(V2_DELTAS.get(name, {}))
+  return row
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_14_TASKS.values()))
+def test_recipe_is_table_14_with_the_v2_deltas(parsed, name):
+  values = dict(parsed[name]["values"])
+  row = _v2_row(name)
+  if "num_train_epochs" in values:
+    # SQuAD: the steps are counted from epochs as the original counts them; Table 14 rounds
+    # its warmup (365 for 364.9), the original truncates it.
+    steps = int(SQUAD_TRAIN_QUESTIONS[name] / values["train_batch_size"] *
+                values["num_train_epochs"])
+    values["train_step"] = steps
+    values["warmup_step"] = round(steps * values["warmup_proportion"])
+  # The classifier dropout's flag is the binary's own; the SQuAD v1.1 head has none (as the
+  # original's), whatever Table 14 lists.
+  values["classifier_dropout"] = values.get("classifier_dropout", values.get(
+      "dropout_prob", row["classifier_dropout"] if name == "SQuAD_v1.1" else None))
+  assert {flag: values.get(flag) for flag in row} == row, name
 
 
 def test_race_recipe_is_the_readme_v2_setting(parsed):
   # The README's v2 note: learning rate 1e-5 and 0 ALBERT DR (the v2 config's) for RACE; the
   # rest as its run_race command, --dropout_prob the original's default.
   assert parsed["RACE"]["values"] == {
-      "learning_rate": 1e-5, "train_batch_size": 32, "dropout_prob": 0.1, "train_step": 12000,
+      "learning_rate": 1e-5, "train_batch_size": 32, "albert_dropout": 0.0, "dropout_prob": 0.1,
+      "train_step": 12000,
       "warmup_step": 1000, "max_seq_length": 512, "max_qa_length": 128,
       "save_checkpoints_steps": 100}
   for name in ("albert_base_v2", "albert_large_v2", "albert_xlarge_v2", "albert_xxlarge_v2"):

@@ -87,6 +87,7 @@ FLAG_BOUNDS = {
     "max_sequences_per_row": _count(1, " (1: one sequence a row, as unpacked)"),
     "dropout_prob": Bound(0.0, 0.999),
     "classifier_dropout": Bound(0.0, 0.999),
+    "albert_dropout": Bound(0.0, 0.999),
 }
 
 

@@ -146,12 +146,15 @@ class ModelSettings(CheckedSettings):
     max_seq_length_is_default: max_seq_length is the binary's default, not the user's choice:
       where it exceeds max_position_embeddings, max_position_embeddings is used (and logged)
       instead of refused.
+    albert_dropout: the encoder's dropout (the paper's "ALBERT DR"): replaces the config's
+      hidden_dropout_prob and attention_probs_dropout_prob; None keeps the config's.
   """
   albert_config_file: Optional[str] = None
   init_checkpoint: Optional[str] = None
   init_from_group0: bool = False
   max_seq_length: int = 512
   max_seq_length_is_default: bool = False
+  albert_dropout: Optional[float] = None
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -173,6 +173,11 @@ def define_finetuning_flags(max_seq_length, learning_rate, train_batch_size=32,
   flags.DEFINE_bool("dynamic_length", True,
                     "Cut each batch to its longest real sequence (rounded up to a multiple of "
                     "8) and group batches by length. Results equal fixed padding.")
+  flags.DEFINE_float("albert_dropout", None,
+                     "The encoder's dropout probability in fine-tuning (the paper's ALBERT DR): "
+                     "replaces hidden_dropout_prob and attention_probs_dropout_prob of "
+                     "--albert_config_file. Default: the config's values (0 in the released "
+                     "v2 configs).")
   flags.DEFINE_bool("allow_random_heads", False,
                     "Evaluate, predict or export without --do_train even when --init_checkpoint "
                     "lacks the task's head (it is then freshly initialised). By default such a "

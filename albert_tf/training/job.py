@@ -94,6 +94,12 @@ class Job:
       if model.albert_config_file:
         raise
       raise UsageError(str(e)) from None
+    if model.albert_dropout is not None:
+      # Kept in output_dir with the rest of the config: a resume must give the same dropout.
+      self.config = self.config.replace(hidden_dropout_prob=model.albert_dropout,
+                                        attention_probs_dropout_prob=model.albert_dropout)
+      logger.info(f"encoder dropout {model.albert_dropout} (--albert_dropout; "
+                  f"{self.config_file} is not changed)")
     if (model.max_seq_length_is_default and
         model.max_seq_length > self.config.max_position_embeddings):
       # The original's default (512) cannot work on a smaller config: use what it can.
