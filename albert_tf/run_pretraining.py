@@ -11,7 +11,7 @@ checkpoint, one of ours or a Hugging Face directory (whose config.json is the mo
 
 from absl import flags
 
-from albert_tf.core import cli, path_checks, settings
+from albert_tf.core import cli, optimizer_table, path_checks, settings
 from albert_tf.training import flags as common_flags
 
 FLAGS = flags.FLAGS
@@ -37,7 +37,7 @@ flags.DEFINE_bool("do_train", True, "Whether to run training.")
 flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
 flags.DEFINE_integer("train_batch_size", 4096, "Total batch size for training.")
 flags.DEFINE_integer("eval_batch_size", 64, "Total batch size for eval.")
-flags.DEFINE_enum("optimizer", "lamb", ["adamw", "lamb"], "The optimizer for training.")
+flags.DEFINE_enum("optimizer", "lamb", optimizer_table.names(), "The optimizer for training.")
 flags.DEFINE_float("learning_rate", 0.00176, "The initial learning rate.")
 flags.DEFINE_float("poly_power", 1.0, "The power of poly decay.")
 flags.DEFINE_integer("num_train_steps", 125000, "Number of training steps.")

@@ -15,9 +15,11 @@ The transformer's names under `bert/encoder/transformer/`, by the config's param
 l counts all layers from 0; g is the group layer l belongs to (layers.group_index).
 """
 
-# Names in a TF1 checkpoint that are never model weights.
-OPTIMIZER_SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/lamb_m",
-                           "/lamb_v")
+from albert_tf.core import optimizer_table
+
+# Names in a TF1 checkpoint that are never model weights: optimizer slots (the optimizer
+# table's and other TF1 optimizers') and the step.
+OPTIMIZER_SLOT_SUFFIXES = optimizer_table.slot_suffixes()
 NON_MODEL_VARIABLES = ("global_step",)
 
 

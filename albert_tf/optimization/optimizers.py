@@ -7,15 +7,18 @@ variables). Exclusions are decided on the original TF1 names, so they pick the s
 the original whatever our Keras names are.
 """
 
+import importlib
 import re
 from collections.abc import Iterable, Sequence
 
 import keras
 import tensorflow as tf
 
-from albert_tf.core import errors
+from albert_tf.core import optimizer_table
 
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
+# The names of the two moments in checkpoints (the original's), from the optimizer table.
+_M_SLOT, _V_SLOT = optimizer_table.OPTIMIZERS["adamw"].slots
 
 
 class AdamWeightDecay(tf.Module):
@@ -82,9 +85,9 @@ class AdamWeightDecay(tf.Module):
       self._slot_index[id(var)] = len(self.slots_m)
       with tf.init_scope():
         self.slots_m.append(tf.Variable(tf.zeros(var.shape, tf.float32), trainable=False,
-                                        name=_slot_name(name, "adam_m")))
+                                        name=_slot_name(name, _M_SLOT)))
         self.slots_v.append(tf.Variable(tf.zeros(var.shape, tf.float32), trainable=False,
-                                        name=_slot_name(name, "adam_v")))
+                                        name=_slot_name(name, _V_SLOT)))
 
   def slots_for(self, var: tf.Variable) -> tuple[tf.Variable, tf.Variable]:
     """The (m, v) slots of a built variable."""
@@ -199,8 +202,8 @@ class AdamWeightDecay(tf.Module):
     out = {}
     for key, i in self._slot_index.items():
       name = self._names[key]
-      out[name + "/adam_m"] = self.slots_m[i].numpy()
-      out[name + "/adam_v"] = self.slots_v[i].numpy()
+      out[f"{name}/{_M_SLOT}"] = self.slots_m[i].numpy()
+      out[f"{name}/{_V_SLOT}"] = self.slots_v[i].numpy()
     return out
 
 
@@ -246,17 +249,15 @@ def create_optimizer(name: str, weight_decay_rate: float = 0.01) -> AdamWeightDe
   """An optimizer by name, with the original's hyper-parameters.
 
   Args:
-    name: str. "lamb" (`Lamb`) or "adamw" (`AdamWeightDecay`).
+    name: str. An entry of albert_tf.core.optimizer_table.OPTIMIZERS: "lamb" (`Lamb`) or
+      "adamw" (`AdamWeightDecay`).
     weight_decay_rate: float. The decoupled weight decay.
 
   Returns:
     The optimizer (unbuilt: call its `build` with the variables to train).
 
   Raises:
-    ValueError: for any other name.
+    ValueError: for any other name (errors.UsageError).
   """
-  if name == "lamb":
-    return Lamb(weight_decay_rate=weight_decay_rate)
-  if name == "adamw":
-    return AdamWeightDecay(weight_decay_rate=weight_decay_rate)
-  raise errors.UsageError(f"Not supported optimizer: {name!r} (choose lamb or adamw)")
+  module, _, cls = optimizer_table.entry(name).class_path.rpartition(".")
+  return getattr(importlib.import_module(module), cls)(weight_decay_rate=weight_decay_rate)

@@ -10,7 +10,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf.core import settings
+from albert_tf.core import optimizer_table, settings
 from albert_tf.core.settings import PRECISION_POLICIES, SERVING_POLICIES, STRATEGIES
 
 
@@ -169,7 +169,7 @@ def define_finetuning_flags(max_seq_length, learning_rate, train_batch_size=32,
   flags.DEFINE_integer("predict_batch_size", predict_batch_size,
                        "Total batch size for predict.")
   flags.DEFINE_float("learning_rate", learning_rate, "The initial learning rate for Adam.")
-  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer to use")
+  flags.DEFINE_enum("optimizer", "adamw", optimizer_table.names(), "Optimizer to use")
   flags.DEFINE_bool("dynamic_length", True,
                     "Cut each batch to its longest real sequence (rounded up to a multiple of "
                     "8) and group batches by length. Results equal fixed padding.")

@@ -5,9 +5,10 @@ the model is built.
 The estimate is the peak resident memory of the process, per host:
 
   runtime      TensorFlow and the traced step functions (a constant, measured; see below)
-  state        per local replica: the weights, their gradients, the clipped gradients, the two
-               optimizer slots (LAMB and AdamW both keep m and v) and, with
-               --gradient_accumulation_steps > 1, the accumulated gradients; float32 each
+  state        per local replica: the weights, their gradients, the clipped gradients, the
+               optimizer's slots (one copy each: core.optimizer_table; LAMB and AdamW keep m
+               and v) and, with --gradient_accumulation_steps > 1, the accumulated gradients;
+               float32 each
   activations  per local replica and micro-batch (train_batch_size / (replicas x accumulation
                steps) sequences, x 4 choices for RACE): what backprop keeps of each of the
                num_hidden_layers layers (ALBERT shares the weights of its layers, not their
@@ -16,26 +17,16 @@ The estimate is the peak resident memory of the process, per host:
                logits [b, P, V] (logits, log-probabilities, one-hot labels and their gradients),
                for SQuAD the span head's [b, T, H] tensors.
 
-Calibration: peak RSS (resource.getrusage(RUSAGE_CHILDREN).ru_maxrss) of `run_pretraining
---num_train_steps=2 --optimizer=lamb` on synthetic records (20 predictions per sequence), on the
-2-core CPU machine of this project (TensorFlow 2.21, float32):
-
-  config              batch  seq  estimate   measured   estimate / measured
-  tiny_quickstart         8   64  0.74 GiB   0.85 GiB   0.87
-  albert_base_v2          8  128  2.35 GiB   2.66 GiB   0.88
-  albert_base_v2         16  256  7.34 GiB   7.20 GiB   1.02
-
-At the README's TPU-pod sizes (albert_base_v2, 4096 x 512) it is about 4100 GiB: the run used
-to grow until the OOM killer ended it.
+The constants below are fitted to measured peak resident memory (the calibration runs and their
+figures: docs/speed.md, "Memory estimates").
 
 With --recompute_activations (albert_tf.layers.transformer: the backward pass recomputes each
 block's activations from its input) backprop keeps, per local replica and micro-batch, one
 [b, T, H] per block (num_hidden_layers x inner_group_num: each block's input, the previous
 block's output) instead of every layer's activations; while a block's gradient runs, that block's
 recomputed activations (one layer's, as above); the embeddings and the head as above. The
-masked LM logits and the state are then most of what is left. The same runs as above with
---recompute_activations calibrate it (albert_base_v2 up to 16 x 512); tests/test_recompute.py
-measures a tiny run again (within 2x). A run refused without it is told the largest
+masked LM logits and the state are then most of what is left. tests/test_recompute.py measures a
+tiny run again (within 2x). A run refused without it is told the largest
 --train_batch_size that fits with it (RecomputeFit).
 
 Evaluation and prediction (inference_estimate) run the forward pass alone, which keeps far less:
@@ -43,7 +34,7 @@ TensorFlow frees each tensor once its last consumer has run and no gradient need
 peak a batch holds about one layer's tensors, whatever num_hidden_layers is:
 
   runtime      as above
-  state        per local replica: the weights and the optimizer's two slots, float32 (a job's
+  state        per local replica: the weights and the optimizer's slots, float32 (a job's
                Runner builds the slots whatever the run does, for the checkpoint to restore into)
   activations  per local replica, of one eval_batch_size / predict_batch_size batch split over
                the replicas (x 4 choices for RACE): the layer's input, Q, K, V, the context and
@@ -56,22 +47,15 @@ peak a batch holds about one layer's tensors, whatever num_hidden_layers is:
                fine-tuning heads' outputs are at most [b, T, H]. With a mixed precision policy
                the encoder's activations are 16-bit, the variables stay float32.
 
-Calibration: peak RSS as above of `run_pretraining --nodo_train --do_eval --max_eval_steps=1`
-on the same records (float32; the runtime constant fits the tiny run, whose state and activations
-are under 0.01 GiB):
-
-  config              batch  seq  estimate   measured   estimate / measured
-  tiny_quickstart         8   64  0.69 GiB   0.69 GiB   1.00
-  albert_base_v2         64  128  1.52 GiB   1.43 GiB   1.06
-  albert_base_v2         16  512  1.59 GiB   1.40 GiB   1.13
+The forward pass's constants are fitted likewise (docs/speed.md, "Memory estimates").
 
 An export (check_model_build; a fine-tuning binary's --export_dir) holds the built model's
 weights at its precision (float32, or bfloat16 with --serving_precision=bfloat16) and, assumed,
 not measured, two more copies of them: the serving model built at the export's precision (a
 fine-tuning job's serving_model; a separate exporter's checkpoint values as they load), and the
 values tf.saved_model.save reads from the variables to write them (it saves every variable of the
-module in one shard): 3 copies in all, a job's export its 3 float32 copies (weights and slots)
-plus those 2. Tracing the signatures runs no batch, so an export's activations are those of the
+module in one shard): 3 copies in all, a job's export its float32 weights and slots plus those
+2. Tracing the signatures runs no batch, so an export's activations are those of the
 batch its caller says it runs (1 by default; none in a job).
 
 tests/test_memory_check.py measures the training and evaluation calibrations' first points
@@ -82,6 +66,7 @@ import dataclasses
 import functools
 from typing import Optional
 
+from albert_tf.core import optimizer_table
 from albert_tf.core import settings as settings_lib
 
 
@@ -102,9 +87,10 @@ _PER_SCORE = 3
 _PER_MLM_LOGIT = 6
 # The SQuAD span heads' [b, T, H] tensors (the end logits conditioned on the start in v2).
 _PER_SPAN_HIDDEN = 4
-# Float32 copies of the parameters a replica holds: the weights, their gradients, the clipped
-# gradients and the optimizer's two slots (m and v); + 1 accumulator with accumulation steps.
-_STATE_COPIES = 5
+# Float32 copies of the parameters a replica holds beside the optimizer's slots (one copy each:
+# core.optimizer_table): the weights, their gradients and the clipped gradients; + 1
+# accumulator with accumulation steps.
+_STATE_COPIES_BESIDE_SLOTS = 3
 # With --recompute_activations (module docstring), what the forward pass keeps of each block
 # per token, in units of H: its input (the previous block's output). The backward pass holds
 # one block's activations at a time, recomputed: one layer's as above.
@@ -119,9 +105,9 @@ _FORWARD_PER_TOKEN_HIDDEN = 6
 _FORWARD_PER_TOKEN_INTERMEDIATE = 2
 _FORWARD_PER_SCORE = 2
 _FORWARD_PER_MLM_LOGIT = 2
-# Float32 copies of the parameters a job holds when it does not train: the weights and the
-# optimizer's two slots, which its Runner builds in every run (training/runner.py).
-_JOB_INFERENCE_COPIES = 3
+# Float32 copies of the parameters a job holds when it does not train: the weights, and the
+# optimizer's slots, which its Runner builds in every run (training/runner.py).
+_JOB_WEIGHT_COPIES = 1
 # What an export adds to the weights it exports, at their precision (assumed, module
 # docstring): the serving model built at the export's precision and the values the SavedModel
 # writer reads from the variables.
@@ -207,6 +193,17 @@ def gib(n):
   return f"{n / _GIB:.2f} GiB"
 
 
+def _slot_copies(optimizer):
+  """Float32 copies of the weights an optimizer's slots are (core.optimizer_table)."""
+  return len(optimizer_table.entry(optimizer).slots)
+
+
+def _job_copies(optimizer):
+  """Float32 copies of the weights a job holds when it does not train: the weights and the
+  slots of the optimizer its Runner builds."""
+  return _JOB_WEIGHT_COPIES + _slot_copies(optimizer)
+
+
 def parameter_count(config):
   """The trainable parameters of an AlbertConfig's encoder with the pretraining heads (masked LM
   and sentence order; a fine-tuning head is smaller than either). The layer groups that
@@ -236,7 +233,8 @@ def _activation_bytes(precision):
 
 def estimate(config, micro_batch_size, seq_length, *, local_replicas=1,
              gradient_accumulation_steps=1, mixed_precision="float32",
-             max_predictions_per_seq=0, span_head=False, recompute_activations=False):
+             max_predictions_per_seq=0, span_head=False, recompute_activations=False,
+             optimizer="lamb"):
   """The peak memory of one training step on this host.
 
   Args:
@@ -251,6 +249,7 @@ def estimate(config, micro_batch_size, seq_length, *, local_replicas=1,
     span_head: a SQuAD span head.
     recompute_activations: the step keeps each block's input alone and recomputes one block's
       activations at a time in the backward pass (module docstring).
+    optimizer: a name of core.optimizer_table: its slots are copies of the weights.
 
   Returns:
     A Footprint.
@@ -271,7 +270,8 @@ def estimate(config, micro_batch_size, seq_length, *, local_replicas=1,
   activations = act_bytes * (encoder + embeddings + head)
   # The masked LM loss casts its logits to float32 (models/losses.py) whatever the policy.
   activations += 4 * _PER_MLM_LOGIT * b * max_predictions_per_seq * config.vocab_size
-  copies = _STATE_COPIES + (1 if gradient_accumulation_steps > 1 else 0)
+  copies = (_STATE_COPIES_BESIDE_SLOTS + _slot_copies(optimizer) +
+            (1 if gradient_accumulation_steps > 1 else 0))
   state = 4 * copies * parameter_count(config)
   return Footprint(runtime=RUNTIME_BYTES, state=local_replicas * state,
                    activations=local_replicas * activations, micro_batch_size=b,
@@ -302,7 +302,7 @@ def forward_activations(config, batch_size, seq_length, *, mixed_precision="floa
 
 def inference_estimate(config, batch_size, seq_length, *, local_replicas=1,
                        mixed_precision="float32", max_predictions_per_seq=0,
-                       what="evaluation", fix=None):
+                       what="evaluation", fix=None, optimizer="lamb"):
   """The peak memory of a job's evaluation or prediction on this host: its weights and optimizer
   slots (a job builds them in every run) and one batch's forward pass.
 
@@ -315,11 +315,12 @@ def inference_estimate(config, batch_size, seq_length, *, local_replicas=1,
     max_predictions_per_seq: P of the masked LM head (pretraining); 0 for fine-tuning.
     what: the run, for the messages.
     fix: the flags that lower its batch, for the refusal.
+    optimizer: a name of core.optimizer_table: the Runner builds its slots.
 
   Returns:
     A Footprint.
   """
-  state = 4 * _JOB_INFERENCE_COPIES * parameter_count(config)
+  state = 4 * _job_copies(optimizer) * parameter_count(config)
   activations = forward_activations(config, batch_size, seq_length,
                                     mixed_precision=mixed_precision,
                                     max_predictions_per_seq=max_predictions_per_seq)
@@ -374,7 +375,7 @@ def _training_footprint(job_settings, config, num_replicas, local_replicas):
       local_replicas=local_replicas, gradient_accumulation_steps=train.gradient_accumulation_steps,
       mixed_precision=job_settings.run.mixed_precision,
       max_predictions_per_seq=predictions_per_row(job_settings) if pretraining else 0,
-      span_head=job_settings.SPAN_HEAD)
+      span_head=job_settings.SPAN_HEAD, optimizer=train.optimizer)
   footprint = step(max(1, train.train_batch_size // multiple) * choices,
                    recompute_activations=train.recompute_activations)
   if train.recompute_activations:
@@ -424,9 +425,10 @@ def job_footprints(job_settings, config, num_replicas, local_replicas, trains=No
       footprints.append(inference_estimate(
           config, batch, s.model.max_seq_length, local_replicas=local_replicas,
           mixed_precision=s.run.mixed_precision, max_predictions_per_seq=predictions,
-          what=what, fix=f"lower --{batch_flag} or --max_seq_length"))
+          what=what, fix=f"lower --{batch_flag} or --max_seq_length",
+          optimizer=s.train.optimizer))
   if getattr(s, "export_dir", None):
-    held = local_replicas * 4 * _JOB_INFERENCE_COPIES * parameter_count(config)
+    held = local_replicas * 4 * _job_copies(s.train.optimizer) * parameter_count(config)
     footprints.append(export_estimate(config, s.model.max_seq_length,
                                       precision=s.serving_precision, batch_size=0,
                                       model_bytes=held))
