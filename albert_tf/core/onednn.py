@@ -4,11 +4,10 @@ TensorFlow's own default leaves it off.
 TensorFlow 2.21's x86 Linux wheels contain oneDNN but use it by default only on CPUs with
 AVX512-VNNI, AVX-VNNI, AVX512-BF16 or AMX; on an AVX2-only CPU (AMD Zen 3 and older, Intel
 before Cascade Lake) the matmuls and their gradients run in Eigen unless TF_ENABLE_ONEDNN_OPTS=1.
-For ALBERT's training step the difference is large: ALBERT-base, batch 8 x 128, AdamW, float32,
-2 threads of an AVX2-only AMD EPYC, 6 alternating runs each: median 3.88 s a step with oneDNN,
-5.12 s without (docs/speed.md). Serving was not faster with it there (an 8-token request was as
-fast or slower), so only the training binaries turn it on, and tools/benchmark.py times the
-SavedModel with TensorFlow's default, as TF Serving runs it.
+For ALBERT's training step on such a CPU oneDNN is clearly faster (docs/speed.md, "CPUs: matrix
+units, precision and runtimes"); serving was not faster with it there, so only the training
+binaries turn it on, and tools/benchmark.py times the SavedModel with TensorFlow's default, as
+TF Serving runs it.
 
 The variable is read once, when TensorFlow is first imported: call this before that. A value the
 user set is kept (TF_ENABLE_ONEDNN_OPTS=0 gives Eigen back). On CPUs where TensorFlow's default is

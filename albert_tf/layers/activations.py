@@ -60,10 +60,9 @@ def gelu_in_float32(x: tf.Tensor):
 
   Why: TensorFlow's CPU kernels run bfloat16 elementwise ops slower than float32 ones (each
   element is widened and rounded back per op), and the GELU's autodiff gradient is a dozen such
-  ops over [B*T, I] per layer, each a pass through memory. Under mixed_bfloat16 (ALBERT-base,
-  8 x 128, AMX Xeon) they were a quarter of the training step: forward and backward of one
-  layer's GELU 27.8 ms -> 6.0 ms, the gradient 3x closer to float64's (one rounding instead of
-  one per op), and only x kept for the backward pass. Inference keeps tf.nn.gelu, which
+  ops over [B*T, I] per layer, each a pass through memory: under mixed_bfloat16 a large share of
+  the training step (figures: docs/speed.md). One pass each way is faster, its gradient closer
+  to float64's (one rounding instead of one per op), and only x is kept for the backward pass. Inference keeps tf.nn.gelu, which
   grappler fuses into the MatMul; float32 keeps it too (the original's arithmetic).
 
   Args:

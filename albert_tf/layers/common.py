@@ -67,11 +67,11 @@ def bias_add_bfloat16(y: tf.Tensor, bias: tf.Tensor):
   """tf.nn.bias_add(y, bias) for a bfloat16 training step, its bias gradient a reduce_sum of the
   upstream gradient over the rows.
 
-  Why: TensorFlow's CPU BiasAddGrad sums bfloat16 in bfloat16. Over 1,024 rows of unit
-  normals (a [8, 128] batch) its sums were off by a median 2.8% and up to 108%, at 16,384 rows
-  by a median 13%; reduce_sum accumulates in float32 and rounds once (median 0.13%, bfloat16's
-  own rounding), and is faster besides (0.45 against 0.67 ms at [1024, 768]). float16's
-  BiasAddGrad accumulates in float32 (its reduce_sum does not), so float16 keeps BiasAddGrad.
+  Why: TensorFlow's CPU BiasAddGrad sums bfloat16 in bfloat16, so its error grows with the rows
+  summed (a training batch's thousands of tokens lose most of the gradient's digits);
+  reduce_sum accumulates in float32 and rounds once (bfloat16's own rounding), and is faster
+  besides (figures: docs/speed.md). float16's BiasAddGrad accumulates in float32 (its
+  reduce_sum does not), so float16 keeps BiasAddGrad.
   The forward pass is the same BiasAdd, which grappler still fuses with the MatMul before it.
 
   Args:

@@ -96,7 +96,7 @@ class JiebaSegmenter:
 @functools.lru_cache(maxsize=None)
 def _loaded_tokenizer(cache_dir):
   """A jieba.Tokenizer with its default dictionary loaded, once per process and cache_dir (a
-  load takes about 0.5 s from the cache)."""
+  load is slow enough to do once)."""
   import jieba  # pylint: disable=import-outside-toplevel
   logging.getLogger("jieba").setLevel(logging.WARNING)  # its "Building prefix dict ..." lines
   tokenizer = jieba.Tokenizer()

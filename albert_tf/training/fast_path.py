@@ -66,7 +66,7 @@ def choose_jit_compile(requested, policy, devices, fast_path=True, native_bf16=N
   return JitChoice(False, (
       f"--jit_compile with --mixed_precision={policy} on CPUs only ({hardware.describe()}): "
       f"compiling without XLA, whose CPU backend does not reach oneDNN's bfloat16 kernels "
-      f"(2x slower steps measured with AMX); --nojit_compile_fast_path keeps XLA"))
+      f"(slower steps than without XLA); --nojit_compile_fast_path keeps XLA"))
 
 
 def jit_compile_for(model, strategy, requested, fast_path=True):

@@ -116,7 +116,7 @@ class Runner:
     # reduce_retracing: batches trimmed to their longest sequence come in several lengths.
     # autograph=False: the step's control flow is Python's, fixed while tracing, and the loops'
     # is written as tf.while_loop; autograph's conversion of the step, the objective and the
-    # optimizer took 4-7 s of CPU in every training process (docs/speed.md, Start-up).
+    # optimizer cost seconds of CPU in every training process (docs/speed.md, Start-up).
     self._micro_grads = tf.function(self._micro_grads_impl, jit_compile=self.jit_compile,
                                     reduce_retracing=True, autograph=False)
     self._fused_step = tf.function(lambda features: self._step_body(features, distributed=False),
