@@ -25,7 +25,7 @@ import os
 
 from absl import app, flags
 
-from albert_tf.core import cli, errors, path_checks
+from albert_tf.core import cli, errors, path_checks, settings
 
 from albert_tf.core.startup import quiet_tensorflow_startup
 
@@ -90,15 +90,15 @@ def main(argv):
   # Before the weights load: a model that cannot fit is refused, not killed by the OOM killer.
   memory.check_model_build(config, "converting the checkpoint", seq_length=1, batch_size=0,
                            config_file=config_from)
-  spm_model = checkpoint.tokenizer(FLAGS.spm_model_file, None)[0]
+  tokenizer = settings.TokenizerSettings(
+      spm_model_file=checkpoint.tokenizer(FLAGS.spm_model_file, None)[0],
+      do_lower_case=FLAGS.do_lower_case)
   if FLAGS.format == "hf":
-    path = export_hf_layout(config, checkpoint,
-                            FLAGS.export_path, spm_model, FLAGS.do_lower_case,
+    path = export_hf_layout(config, checkpoint, FLAGS.export_path, tokenizer,
                             config_file=config_file, head=FLAGS.head)
     print(f"exported {path}")
     return
-  prefix = export_released_layout(config, checkpoint,
-                                  FLAGS.export_path, spm_model,
+  prefix = export_released_layout(config, checkpoint, FLAGS.export_path, tokenizer,
                                   config_file=config_file)
   print(f"exported {prefix}")
 

@@ -16,7 +16,7 @@ fine-tuning run kept there): its config and tokenizer are then the defaults of
 
 from absl import app, flags
 
-from albert_tf.core import cli
+from albert_tf.core import cli, settings
 from albert_tf.training import flags as common_flags
 
 from albert_tf.core.startup import quiet_tensorflow_startup
@@ -45,6 +45,7 @@ def main(argv):
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import open_checkpoint
+  from albert_tf.core.config import check_max_seq_length
   from albert_tf.core.errors import AlbertError
   from albert_tf.export.saved_model import (IdsServingModule, ServingModule, export_saved_model,
                                             heads_missing)
@@ -61,6 +62,9 @@ def main(argv):
     raise app.UsageError(str(e)) from None
   spm_model, vocab_file = common_flags.export_tokenizer_files(
       FLAGS.spm_model_file, FLAGS.vocab_file, checkpoint)
+  tokenizer = settings.TokenizerSettings(spm_model_file=spm_model, vocab_file=vocab_file,
+                                         do_lower_case=FLAGS.do_lower_case)
+  check_max_seq_length(FLAGS.max_seq_length, config, config_file)
   # Before the model is built: one that cannot fit is refused, not killed by the OOM killer.
   memory.check_model_build(config, "exporting the SavedModel", seq_length=FLAGS.max_seq_length,
                            batch_size=0, precision=FLAGS.serving_precision,
@@ -68,8 +72,7 @@ def main(argv):
   model = serving_model(FLAGS.serving_precision, lambda: AlbertPretrainer(config))
   # Built before the checkpoint loads: it checks the SentencePiece model against the config.
   module_class = IdsServingModule if FLAGS.ids_only else ServingModule
-  module = module_class(model, spm_model, FLAGS.do_lower_case, FLAGS.max_seq_length,
-                        config_file=config_file, vocab_file=vocab_file)
+  module = module_class(model, tokenizer, FLAGS.max_seq_length, config_file=config_file)
   report = checkpoint.load_into(model)
   print(f"loaded {FLAGS.init_checkpoint}: {report}")
   for signature, names in heads_missing(report).items():

@@ -23,7 +23,8 @@ import functools
 
 from absl import app, flags
 
-from albert_tf.core import cli, errors
+from albert_tf.core import cli, errors, settings
+from albert_tf.core.config import AlbertConfig, check_max_seq_length
 from albert_tf.training import flags as common_flags
 from albert_tf.export.staging import check_output_dir
 from albert_tf.core.startup import quiet_tensorflow_startup
@@ -40,9 +41,6 @@ flags.DEFINE_integer("default_seq_length", 128,
                      "max_position_embeddings (the config of --albert_config_file or "
                      "--init_checkpoint, else the released models' 512).")
 common_flags.define_export_model_flags()
-# Every released ALBERT's (v1, v2, the Chinese ones): a preprocessing export's limit without a
-# config.
-RELEASED_MAX_POSITION_EMBEDDINGS = 512
 # Model Garden's export_tfhub names.
 flags.DEFINE_alias("sp_model_file", "spm_model_file")
 flags.DEFINE_alias("model_checkpoint_path", "init_checkpoint")
@@ -57,38 +55,40 @@ def opened_checkpoint():
   return open_checkpoint(FLAGS.init_checkpoint)
 
 
-def tokenizer_files():
-  """(spm_model_file, vocab_file) from the flags, with the SentencePiece model of an HF
-  directory or keras-hub preset --init_checkpoint by default (checkpoints.spm_model_file), or the
-  tokenizer a fine-tuning output_dir kept (checkpoints.companions). Raises UsageError when
-  neither is known."""
+def tokenizer_settings():
+  """The tokenizer to ship, a settings.TokenizerSettings: --spm_model_file or --vocab_file (the
+  SentencePiece model of an HF directory or keras-hub preset --init_checkpoint by default:
+  checkpoints.spm_model_file; or the tokenizer a fine-tuning output_dir kept:
+  checkpoints.companions) and --do_lower_case. Raises UsageError when no file is known."""
   spm_model, vocab_file = common_flags.export_tokenizer_files(
       FLAGS.spm_model_file, FLAGS.vocab_file, opened_checkpoint())
-  return spm_model, (None if spm_model else vocab_file)
+  return settings.TokenizerSettings(spm_model_file=spm_model,
+                                    vocab_file=None if spm_model else vocab_file,
+                                    do_lower_case=FLAGS.do_lower_case)
 
 
-def export_preprocessing(spm_model_file, vocab_file):
+def export_preprocessing(tokenizer):
   # pylint: disable=import-outside-toplevel
   from albert_tf.export.tfhub import save_hub_model
   from albert_tf.export.tfhub_preprocessing import HubPreprocessor
   # pylint: enable=import-outside-toplevel
   check_default_seq_length()
-  root = HubPreprocessor(spm_model_file, vocab_file, FLAGS.do_lower_case,
-                         FLAGS.default_seq_length)
+  root = HubPreprocessor(tokenizer, FLAGS.default_seq_length)
   return save_hub_model(root, FLAGS.export_path, flag="--export_path")
 
 
-def encoder_max_positions():
-  """(max_position_embeddings, its config file) of the encoder a preprocessing export feeds: the
-  config of --albert_config_file or --init_checkpoint, else (the released models', None)."""
+def encoder_config():
+  """(config, where it came from) of the encoder a preprocessing export feeds: the config of
+  --albert_config_file or --init_checkpoint (and its file), else the released models'."""
   from albert_tf.checkpoints import model_config  # pylint: disable=import-outside-toplevel
   if FLAGS.albert_config_file or FLAGS.init_checkpoint:
     try:
-      config, config_file = model_config(FLAGS.albert_config_file, opened_checkpoint())
-      return config.max_position_embeddings, config_file
+      return model_config(FLAGS.albert_config_file, opened_checkpoint())
     except errors.UsageError:
       pass  # an --init_checkpoint without a config (the original layout): as if none were given
-  return RELEASED_MAX_POSITION_EMBEDDINGS, None
+  # Every released ALBERT (v1, v2, the Chinese ones) takes base v2's 512 positions.
+  return (AlbertConfig.from_preset("base"),
+          "the released models' configs, --albert_config_file not given")
 
 
 def check_default_seq_length():
@@ -98,16 +98,10 @@ def check_default_seq_length():
   if length < 3:
     raise errors.UsageError(f"--default_seq_length={length}: a packed pair needs at least 3 "
                             "positions ([CLS] and two [SEP]); give 3 or more")
-  limit, config_file = encoder_max_positions()
-  if length > limit:
-    source = (f"the max_position_embeddings of {config_file}" if config_file
-              else "the released models' max_position_embeddings")
-    other = "" if config_file else ", or the --albert_config_file of an encoder that takes more"
-    raise errors.UsageError(f"--default_seq_length={length}: more than {limit}, {source}, the "
-                            f"longest input the encoder takes; give {limit} or less{other}")
+  check_max_seq_length(length, *encoder_config(), flag="--default_seq_length")
 
 
-def export_encoder(spm_model_file, vocab_file):
+def export_encoder(tokenizer):
   # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import load_checkpoint, model_config
   from albert_tf.export.tfhub import HubEncoder, check_mlm_head, save_hub_model
@@ -128,7 +122,7 @@ def export_encoder(spm_model_file, vocab_file):
   if any(name.startswith("bert/pooler/") for name in report.missing):
     print(f"WARNING: {FLAGS.init_checkpoint} has no pooler (as HF's AlbertForQuestionAnswering): "
           "pooled_output is computed by freshly initialised weights")
-  root = HubEncoder(model, spm_model_file, vocab_file, FLAGS.do_lower_case, config_file)
+  root = HubEncoder(model, tokenizer, config_file)
   return save_hub_model(root, FLAGS.export_path, flag="--export_path")
 
 
@@ -138,11 +132,11 @@ def main(argv):
   check_output_dir(FLAGS.export_path, "--export_path")  # before any work
   if FLAGS.export_type != "preprocessing" and not FLAGS.init_checkpoint:
     raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint")
-  spm_model_file, vocab_file = tokenizer_files()
+  tokenizer = tokenizer_settings()
   if FLAGS.export_type == "preprocessing":
-    path = export_preprocessing(spm_model_file, vocab_file)
+    path = export_preprocessing(tokenizer)
   else:
-    path = export_encoder(spm_model_file, vocab_file)
+    path = export_encoder(tokenizer)
   print(f"exported {path}")
 
 

@@ -183,14 +183,16 @@ def test_export_tfhub_refuses_an_export_path_under_a_file_at_once(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("extra,limit,source", [
-    ((), 512, "the released models' max_position_embeddings"),
-    ((f"--albert_config_file={CONFIG}",), 64, f"the max_position_embeddings of {CONFIG}"),
+    ((), 512, "the released models' configs, --albert_config_file not given"),
+    ((f"--albert_config_file={CONFIG}",), 64, CONFIG),
 ])
 def test_a_default_seq_length_longer_than_the_encoders_is_refused(tmp_path, extra, limit, source):
   export_path = tmp_path / "hub"
   result = _tfhub(export_path, f"--default_seq_length={limit + 1}", *extra)
   assert result.returncode == errors.USAGE_EXIT_CODE
   line = _one_error_line(result)
-  assert f"--default_seq_length={limit + 1}: more than {limit}, {source}" in line, line
-  assert f"give {limit} or less" in line
+  assert (f"--default_seq_length={limit + 1}: cannot use sequence length {limit + 1} because "
+          f"the ALBERT model was only trained up to sequence length {limit} "
+          f"(max_position_embeddings in {source}); give --default_seq_length={limit} or less"
+          ) in line, line
   assert not export_path.exists()

@@ -189,7 +189,10 @@ def test_binary_refuses_a_too_long_max_seq_length(tmp_path):
       f"--output_file={tmp_path / 'x.onnx'}", "--max_seq_length=65", "--random_weights"],
       check=False)
   assert result.returncode != 0
-  assert "--max_seq_length=65 must be in [1, 64]" in result.stderr
+  assert ("--max_seq_length=65: cannot use sequence length 65 because the ALBERT model was only "
+          "trained up to sequence length 64 (max_position_embeddings in "
+          f"{os.path.join(ORIGINAL_MODEL, 'albert_config.json')}); give --max_seq_length=64 or "
+          "less") in result.stderr
   assert not os.listdir(tmp_path)
 
 

@@ -892,10 +892,11 @@ def export_for_serving(config, spm_model_file, max_seq_length, serving_precision
   """Exports a fresh AlbertPretrainer as export_saved_model writes it, built under the policy of
   `serving_precision`; returns the version folder <base_dir>/1."""
   import albert_tf
+  from albert_tf.core.settings import TokenizerSettings
   from albert_tf.export.saved_model import ServingModule, export_saved_model
   from albert_tf.training import precision
   model = precision.serving_model(serving_precision, lambda: albert_tf.AlbertPretrainer(config))
-  module = ServingModule(model, spm_model_file, True, max_seq_length)
+  module = ServingModule(model, TokenizerSettings(spm_model_file=spm_model_file), max_seq_length)
   return export_saved_model(module, base_dir, 1)
 
 

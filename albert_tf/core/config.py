@@ -313,6 +313,31 @@ class AlbertConfig:
     return f"AlbertConfig({self.to_dict()})"
 
 
+def check_max_seq_length(max_seq_length: int, config: AlbertConfig, source: str,
+                         flag: str = "--max_seq_length") -> None:
+  """Refuses a sequence length the model has no position embedding for: the one check of every
+  job and export that takes a length from its settings (requests are checked in the serving
+  graph instead, export.serving_inputs).
+
+  Args:
+    max_seq_length: the length asked for.
+    config: the AlbertConfig of the model.
+    source: where `config` came from, named in the error: its file, or the checkpoint or model
+      it was read from when there is no file.
+    flag: the flag (or argument) that gave max_seq_length.
+
+  Raises:
+    errors.UsageError: max_seq_length > config.max_position_embeddings, in one line naming
+      `flag`, the limit and `source`.
+  """
+  limit = config.max_position_embeddings
+  if max_seq_length > limit:
+    raise errors.UsageError(
+        f"{flag}={max_seq_length}: cannot use sequence length {max_seq_length} because the "
+        f"ALBERT model was only trained up to sequence length {limit} (max_position_embeddings "
+        f"in {source}); give {flag}={limit} or less")
+
+
 def _check_unknown_key(key, given):
   """Raises for a likely typo of a field: the model would silently take that field's default
   (hidden_sise: a 4096-wide model). Warns about other keys the model does not use."""

@@ -21,11 +21,12 @@ without loading TensorFlow.
 """
 
 import dataclasses
+import functools
 from typing import Optional
 
 from absl import flags
 
-from albert_tf.core import bounds, errors
+from albert_tf.core import bounds, deprecation, errors
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -39,8 +40,9 @@ SERVING_POLICIES = {"float32": "float32", "bfloat16": "bfloat16"}
 
 
 class CheckedSettings:
-  """Base of the settings dataclasses: each checks its fields against bounds.FLAG_BOUNDS when
-  made (dataclasses.replace included), then its own rules: a subclass adds them by overriding
+  """Base of the settings dataclasses: each checks its fields against bounds.FLAG_BOUNDS and its
+  classes' FIELD_BOUNDS (a task's own flags: bounds.field_bounds) when made
+  (dataclasses.replace included), then its own rules: a subclass adds them by overriding
   check(), calling super().check() first, not __post_init__.
 
   Raises:
@@ -204,7 +206,9 @@ class PretrainingSettings(JobSettings):
     max_predictions_per_seq: masked positions per sequence (as the data was generated).
     do_train, do_eval, eval_batch_size, max_eval_steps: as the original's flags.
     masked_lm_budget: > 0 draws fresh masks every epoch with this masking probability.
-    spm_model_file: with masked_lm_budget, where the ids of [CLS], [SEP], [MASK] come from.
+    tokenizer: the tokenizer of the records: with masked_lm_budget, its spm_model_file is where
+      the ids of [CLS], [SEP], [MASK] come from.
+    spm_model_file: deprecated (removed in 0.4.0): tokenizer.spm_model_file, which it sets.
     sentence_order_loss_weight: the sentence loss's weight (SOP, or NSP on data made with
       --random_next_sentence); 0 trains the masked LM alone.
     pack_sequences: pack several of the records' sequences into each row of max_seq_length
@@ -218,10 +222,38 @@ class PretrainingSettings(JobSettings):
   eval_batch_size: int = 64
   max_eval_steps: int = 100
   masked_lm_budget: float = 0.0
-  spm_model_file: Optional[str] = None
+  tokenizer: TokenizerSettings = dataclasses.field(default_factory=TokenizerSettings)
   sentence_order_loss_weight: float = 1.0
   pack_sequences: bool = False
   max_sequences_per_row: int = 4
+
+  @property
+  def spm_model_file(self):
+    """Deprecated (removed in 0.4.0): tokenizer.spm_model_file."""
+    deprecation.warn_moved("PretrainingSettings.spm_model_file",
+                           "PretrainingSettings.tokenizer.spm_model_file", stacklevel=2)
+    return self.tokenizer.spm_model_file
+
+
+def _accepting_spm_model_file(init):
+  """PretrainingSettings' __init__, also taking 0.3's `spm_model_file` (deprecated: it sets
+  tokenizer.spm_model_file). Not a field, nor an InitVar: dataclasses.replace would read the
+  property above back into it, and put the old file over a replacing `tokenizer`."""
+
+  @functools.wraps(init)
+  def __init__(self, *, spm_model_file=None, **kwargs):
+    if spm_model_file is not None:
+      deprecation.warn_moved("PretrainingSettings(spm_model_file=...)",
+                             "PretrainingSettings(tokenizer=TokenizerSettings(spm_model_file="
+                             "...))", stacklevel=2)
+      kwargs["tokenizer"] = dataclasses.replace(kwargs.get("tokenizer") or TokenizerSettings(),
+                                                spm_model_file=spm_model_file)
+    init(self, **kwargs)
+
+  return __init__
+
+
+PretrainingSettings.__init__ = _accepting_spm_model_file(PretrainingSettings.__init__)
 
 
 @dataclasses.dataclass(kw_only=True)

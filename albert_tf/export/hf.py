@@ -11,7 +11,9 @@ from albert_tf.checkpoints import labels
 from albert_tf import registry
 from albert_tf.checkpoints import hf, hf_config, hf_heads, keras_hub, layout, load_checkpoint
 from albert_tf.checkpoints import opened, original, ours
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
+from albert_tf.export.tokenizer_arguments import old_tokenizer_arguments
 from albert_tf.models import AlbertModel, AlbertPretrainer
 from albert_tf.tokenization.vocab_check import check_vocab_fits, spm_vocab_size
 
@@ -49,8 +51,10 @@ _WHAT_TO_DO = ("export its encoder alone with --head=none (AlbertModel), or keep
                "--format=released (the original layout)")
 
 
-def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_lower_case=True,
-                     config_file=None, head="auto"):
+@old_tokenizer_arguments(lambda config, checkpoint, export_dir, spm_model_file=None,
+                         do_lower_case=True, config_file=None, head="auto": None)
+def export_hf_layout(config, checkpoint, export_dir, tokenizer=None, config_file=None,
+                     head="auto"):
   """Loads `checkpoint` (any layout) and writes it as transformers' save_pretrained does.
 
   The head is the checkpoint's (head="auto"), or the one asked for: a classifier
@@ -71,8 +75,9 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
     config: the AlbertConfig the checkpoint was trained with.
     checkpoint: a checkpoint of any layout (ours, the released one, Hugging Face's).
     export_dir: the directory to write; it must not exist or be empty.
-    spm_model_file: the SentencePiece model to ship as spiece.model, or None.
-    do_lower_case: written to tokenizer_config.json.
+    tokenizer: a settings.TokenizerSettings, or None: its spm_model_file is shipped as
+      spiece.model, its do_lower_case written to tokenizer_config.json (0.3's spm_model_file and
+      do_lower_case arguments work until 0.4.0: export.tokenizer_arguments).
     config_file: named when the SentencePiece model does not fit the config's vocab_size.
     head: one of HEADS (the --head flag).
 
@@ -91,6 +96,8 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
     raise errors.UsageError(f"unknown head {head!r}: one of {', '.join(HEADS)}")
   hf_config.check_hf_can_hold(config)  # before any loading: shared-attention / shared-FFN cannot go
   export_dir = checked_export_dir(export_dir)
+  tokenizer = tokenizer or TokenizerSettings()
+  spm_model_file = tokenizer.spm_model_file
   if spm_model_file:
     check_vocab_fits(spm_vocab_size(spm_model_file), config.vocab_size, spm_model_file,
                      config_file)
@@ -118,7 +125,7 @@ def export_hf_layout(config, checkpoint, export_dir, spm_model_file=None, do_low
         "an AlbertModel would get a random one; export it with its head "
         "(--head=squad_v1)")
   write_directory_atomically(export_dir, lambda directory: hf.save_hf_checkpoint(
-      model, directory, spm_model_file, do_lower_case))
+      model, directory, spm_model_file, tokenizer.do_lower_case))
   return export_dir
 
 

@@ -19,6 +19,7 @@ from tensorflow.python.framework.convert_to_constants import (  # pylint: disabl
     convert_variables_to_constants_v2)
 
 from albert_tf.core import errors
+from albert_tf.core.config import check_max_seq_length
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.export.hf import model_for_checkpoint
 from albert_tf.export.portable_heads import HEADS
@@ -91,17 +92,17 @@ def input_signature():
   return [tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES]
 
 
-def check_max_seq_length(config, max_seq_length):
-  """Raises ValueError unless 0 < max_seq_length <= the config's max_position_embeddings."""
-  limit = config.max_position_embeddings
-  if not 0 < max_seq_length <= limit:
-    raise errors.UsageError(f"--max_seq_length={max_seq_length} must be in [1, {limit}] "
-                            f"(the config's max_position_embeddings)")
+def check_serving_length(config, max_seq_length, source="the exported model's config"):
+  """Raises errors.UsageError unless 0 < max_seq_length <= the config's max_position_embeddings
+  (core.config.check_max_seq_length, naming `source`: where the config came from)."""
+  if max_seq_length < 1:
+    raise errors.UsageError(f"--max_seq_length={max_seq_length}: must be at least 1")
+  check_max_seq_length(max_seq_length, config, source)
 
 
 def serving_function(model, max_seq_length):
   """tf.function(input_ids, input_mask, segment_ids) -> {name: output} of `model`."""
-  check_max_seq_length(model.config, max_seq_length)
+  check_serving_length(model.config, max_seq_length)
 
   @signature_function(input_signature=input_signature())
   def serve(input_ids, input_mask, segment_ids):

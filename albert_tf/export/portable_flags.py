@@ -51,7 +51,7 @@ def model_from_flags():
     errors.CheckpointError: as export.portable.load_exportable_model.
   """
   from albert_tf.checkpoints import model_config, open_checkpoint  # pylint: disable=import-outside-toplevel
-  from albert_tf.export.portable import check_max_seq_length, load_exportable_model  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.portable import check_serving_length, load_exportable_model  # pylint: disable=import-outside-toplevel
   from albert_tf.training import memory  # pylint: disable=import-outside-toplevel
   if FLAGS.random_weights and FLAGS.init_checkpoint:
     raise errors.UsageError(f"--init_checkpoint={FLAGS.init_checkpoint} and --random_weights: "
@@ -66,7 +66,7 @@ def model_from_flags():
   checkpoint = open_checkpoint(FLAGS.init_checkpoint)  # the config and weights are asked of it
   try:
     config, config_file = model_config(FLAGS.albert_config_file, checkpoint)
-    check_max_seq_length(config, FLAGS.max_seq_length)
+    check_serving_length(config, FLAGS.max_seq_length, config_file)
   except (ValueError, FileNotFoundError) as e:
     if isinstance(e, errors.AlbertError):
       raise

@@ -42,9 +42,11 @@ import tensorflow as tf
 
 from albert_tf.core import errors
 from albert_tf.core import io
+from albert_tf.core.config import check_max_seq_length
 from albert_tf.export.serving_inputs import check_texts, check_token_inputs
 from albert_tf.data.trimming import trim_batch
 from albert_tf.export.staging import write_directory_atomically
+from albert_tf.export.tokenizer_arguments import old_tokenizer_arguments
 from albert_tf.tokenization.in_graph_choice import in_graph_tokenizer
 from albert_tf.tokenization.vocab_check import check_vocab_fits
 
@@ -83,11 +85,20 @@ class ModelServingModule(tf.Module):
   is built (it checks the file) and handed to hold_tokenizer, which keeps it only in modules that
   tokenize in the graph: one of this class alone holds no tensorflow-text op.
 
-  `config_file`, where known, is named in the error when the tokenizer has more pieces than the
-  config's vocab_size (requests would fail at serve time)."""
+  Args:
+    model: the Keras model to serve, with `.config` (an AlbertConfig).
+    tokenizer: a settings.TokenizerSettings (0.3's spm_model_file, do_lower_case and vocab_file
+      arguments work until 0.4.0: export.tokenizer_arguments).
+    max_seq_length: the length raw text is packed to (at most max_position_embeddings).
+    name: the tf.Module's name.
+    config_file: the config's file, where known: named when max_seq_length or the tokenizer
+      does not fit the config (requests would fail at serve time).
+  """
 
-  def __init__(self, model, spm_model_file, do_lower_case, max_seq_length, name,
-               config_file=None, vocab_file=None):
+  @old_tokenizer_arguments(
+      lambda self, model, spm_model_file, do_lower_case, max_seq_length, name,
+      config_file=None, vocab_file=None: None)
+  def __init__(self, model, tokenizer, max_seq_length, name, config_file=None):
     super().__init__(name=name)
     config = model.config
     # TF Serving's loader (C++, as tf.compat.v1.saved_model.loader) finds only the variables the
@@ -96,14 +107,13 @@ class ModelServingModule(tf.Module):
     # embeddings/position_embeddings", keras-team/keras#20095). `.value` is the wrapped
     # tf.Variable (outside a layer call, where no autocast applies).
     self.model_weights = [weight.value for weight in model.weights]
-    if max_seq_length > config.max_position_embeddings:
-      raise errors.UsageError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
-                              f"({config.max_position_embeddings})")
-    tokenizer = in_graph_tokenizer(spm_model_file, vocab_file, do_lower_case)
-    self.hold_tokenizer(tokenizer)
-    check_vocab_fits(tokenizer.vocab_size, config.vocab_size, tokenizer.model_file, config_file)
-    self.vocab_file = tf.saved_model.Asset(tokenizer.model_file)
-    self.do_lower_case = do_lower_case
+    check_max_seq_length(max_seq_length, config, config_file or "the exported model's config")
+    in_graph = in_graph_tokenizer(tokenizer.spm_model_file, tokenizer.vocab_file,
+                                  tokenizer.do_lower_case)
+    self.hold_tokenizer(in_graph)
+    check_vocab_fits(in_graph.vocab_size, config.vocab_size, in_graph.model_file, config_file)
+    self.vocab_file = tf.saved_model.Asset(in_graph.model_file)
+    self.do_lower_case = tokenizer.do_lower_case
     self.max_seq_length = max_seq_length
     self.vocab_size = config.vocab_size
     self.type_vocab_size = config.type_vocab_size
@@ -194,12 +204,16 @@ def heads_missing(report):
 class PretrainerSignatures(TokensSignature):
   """An AlbertPretrainer's signatures in token ids (tokens, mlm, sop_log_probs), mixed into a
   ModelServingModule: ServingModule adds the raw-text ones, IdsServingModule does not.
-  `head_signatures`: which of HEAD_SIGNATURES the export holds (all by default)."""
+  `tokenizer`, `max_seq_length`, `config_file`: as ModelServingModule's; `head_signatures`: which
+  of HEAD_SIGNATURES the export holds (all by default)."""
 
-  def __init__(self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128,
-               config_file=None, vocab_file=None, head_signatures=tuple(HEAD_SIGNATURES)):
-    super().__init__(pretrainer, spm_model_file, do_lower_case, max_seq_length,
-                     name="albert_serving", config_file=config_file, vocab_file=vocab_file)
+  @old_tokenizer_arguments(
+      lambda self, pretrainer, spm_model_file, do_lower_case=True, max_seq_length=128,
+      config_file=None, vocab_file=None, head_signatures=tuple(HEAD_SIGNATURES): None)
+  def __init__(self, pretrainer, tokenizer, max_seq_length=128, config_file=None,
+               head_signatures=tuple(HEAD_SIGNATURES)):
+    super().__init__(pretrainer, tokenizer, max_seq_length, name="albert_serving",
+                     config_file=config_file)
     self.pretrainer = pretrainer
     self.head_signatures = tuple(head_signatures)
 

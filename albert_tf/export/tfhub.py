@@ -29,6 +29,7 @@ import tensorflow as tf
 from albert_tf.core import errors
 from albert_tf.tokenization.in_graph_choice import in_graph_tokenizer
 from albert_tf.export.staging import checked_export_dir, write_directory_atomically
+from albert_tf.export.tokenizer_arguments import old_tokenizer_arguments
 from albert_tf.tokenization.bert_packing import MASK, TYPE_IDS, WORD_IDS
 from albert_tf.tokenization.vocab_check import check_vocab_fits
 
@@ -82,17 +83,20 @@ class HubEncoder(_Reusable):
 
   Args:
     model: an AlbertModel, or an AlbertPretrainer (then `.mlm` is there too).
-    spm_model_file, vocab_file, do_lower_case: the tokenizer (as FullTokenizer takes them),
-      shipped as the asset and checked against the config's vocab_size.
+    tokenizer: a settings.TokenizerSettings, shipped as the asset and checked against the
+      config's vocab_size (0.3's spm_model_file, vocab_file and do_lower_case arguments work
+      until 0.4.0: export.tokenizer_arguments).
     config_file: the config's file, named in that check's error.
   """
 
-  def __init__(self, model, spm_model_file=None, vocab_file=None, do_lower_case=True,
-               config_file=None):
+  @old_tokenizer_arguments(lambda self, model, spm_model_file=None, vocab_file=None,
+                           do_lower_case=True, config_file=None: None)
+  def __init__(self, model, tokenizer, config_file=None):
     encoder = getattr(model, "encoder", model)
     config = encoder.config
-    tokenizer = in_graph_tokenizer(spm_model_file, vocab_file, do_lower_case)
-    check_vocab_fits(tokenizer.vocab_size, config.vocab_size, tokenizer.model_file, config_file)
+    in_graph = in_graph_tokenizer(tokenizer.spm_model_file, tokenizer.vocab_file,
+                                  tokenizer.do_lower_case)
+    check_vocab_fits(in_graph.vocab_size, config.vocab_size, in_graph.model_file, config_file)
     inner = config.inner_group_num
 
     def encode(inputs, training):
@@ -120,22 +124,23 @@ class HubEncoder(_Reusable):
         return outputs
       # Not the sentence-order head's variables: the call does not use them.
       self.mlm = _Reusable([encoder, model.masked_lm], mlm, with_positions=True)
-    add_tokenizer_assets(self, spm_model_file, vocab_file, do_lower_case)
+    add_tokenizer_assets(self, tokenizer)
 
   def signatures(self):
     """TF Serving's signatures: serving_default."""
     return {"serving_default": self.serving_default}
 
 
-def add_tokenizer_assets(root, spm_model_file, vocab_file, do_lower_case):
-  """Gives a TF Hub object its tokenizer as Model Garden's exports hold it: the file as the asset
-  `sp_model_file` (SentencePiece) or `vocab_file` (WordPiece), and a bool variable
-  `do_lower_case`."""
-  if spm_model_file:
-    root.sp_model_file = tf.saved_model.Asset(spm_model_file)
+def add_tokenizer_assets(root, tokenizer):
+  """Gives a TF Hub object its tokenizer (a settings.TokenizerSettings) as Model Garden's exports
+  hold it: the file as the asset `sp_model_file` (SentencePiece) or `vocab_file` (WordPiece), and
+  a bool variable `do_lower_case`."""
+  if tokenizer.spm_model_file:
+    root.sp_model_file = tf.saved_model.Asset(tokenizer.spm_model_file)
   else:
-    root.vocab_file = tf.saved_model.Asset(vocab_file)
-  root.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+    root.vocab_file = tf.saved_model.Asset(tokenizer.vocab_file)
+  root.do_lower_case = tf.Variable(tokenizer.do_lower_case, trainable=False,
+                                   name="do_lower_case")
 
 
 def save_hub_model(root, export_path, flag=None):

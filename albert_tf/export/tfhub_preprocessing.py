@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from albert_tf.tokenization.in_graph_choice import in_graph_tokenizer
 from albert_tf.export.tfhub import add_tokenizer_assets
+from albert_tf.export.tokenizer_arguments import old_tokenizer_arguments
 from albert_tf.tokenization import bert_packing
 
 _SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
@@ -66,16 +67,19 @@ class HubPreprocessor(tf.train.Checkpoint):
   """The root object of a TF Hub preprocessing export (see the module doc).
 
   Args:
-    spm_model_file, vocab_file, do_lower_case: the tokenizer, as FullTokenizer takes them
-      (SentencePiece when spm_model_file is given, else WordPiece).
+    tokenizer: a settings.TokenizerSettings (SentencePiece when its spm_model_file is given,
+      else WordPiece; 0.3's spm_model_file, vocab_file and do_lower_case arguments work until
+      0.4.0: export.tokenizer_arguments).
     default_seq_length: int, the length of the root call's outputs and bert_pack_inputs'
       default.
   """
 
-  def __init__(self, spm_model_file=None, vocab_file=None, do_lower_case=True,
-               default_seq_length=128):
+  @old_tokenizer_arguments(lambda self, spm_model_file=None, vocab_file=None, do_lower_case=True,
+                           default_seq_length=128: None)
+  def __init__(self, tokenizer, default_seq_length=128):
     super().__init__()
-    self.tokenizer = in_graph_tokenizer(spm_model_file, vocab_file, do_lower_case)
+    self.tokenizer = in_graph_tokenizer(tokenizer.spm_model_file, tokenizer.vocab_file,
+                                        tokenizer.do_lower_case)
     special = bert_packing.special_tokens(self.tokenizer)
     self.tokenize = _Tokenize(self.tokenizer, special)
     self.bert_pack_inputs = _PackInputs(special, default_seq_length)
@@ -87,7 +91,7 @@ class HubPreprocessor(tf.train.Checkpoint):
 
     self.__call__ = tf.function(preprocess, input_signature=[_SENTENCES], autograph=False)
     self.serving_default = self.__call__
-    add_tokenizer_assets(self, spm_model_file, vocab_file, do_lower_case)
+    add_tokenizer_assets(self, tokenizer)
 
   def signatures(self):
     """TF Serving's signatures: serving_default."""

@@ -17,7 +17,7 @@ import tensorflow as tf
 from albert_tf.core import errors, io
 from albert_tf.checkpoints import companions, formats
 from albert_tf.checkpoints.opened import open_checkpoint
-from albert_tf.core.config import AlbertConfig
+from albert_tf.core.config import AlbertConfig, check_max_seq_length
 from albert_tf.data import epochs
 from albert_tf.optimization import create_optimizer
 from albert_tf.training import checkpointing, memory, precision, preemption
@@ -107,12 +107,7 @@ class Job:
       self.settings = settings = dataclasses.replace(settings, model=model)
       logger.info(f"max_seq_length {model.max_seq_length}: max_position_embeddings of "
                   f"{self.config_file} (the default is above it)")
-    if model.max_seq_length > self.config.max_position_embeddings:
-      raise UsageError(
-          f"--max_seq_length={model.max_seq_length}: cannot use sequence length "
-          f"{model.max_seq_length} because the ALBERT model was only trained up to sequence "
-          f"length {self.config.max_position_embeddings} (max_position_embeddings in "
-          f"{self.config_file})")
+    check_max_seq_length(model.max_seq_length, self.config, self.config_file)
     self.strategy = create_strategy(settings.run, settings.train)
     self.chief = strategies.is_chief(self.strategy)
     self.model_dir = strategies.worker_dir(self.strategy, settings.output_dir)

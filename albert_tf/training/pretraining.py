@@ -158,8 +158,8 @@ class PretrainingJob(Job):
     if not s.masked_lm_budget:
       return None
     ids = (2, 3, 4)  # [CLS], [SEP], [MASK] in ALBERT's SentencePiece models
-    if s.spm_model_file:
-      ids = FullTokenizer(spm_model_file=s.spm_model_file).convert_tokens_to_ids(
+    if s.tokenizer.spm_model_file:
+      ids = FullTokenizer(spm_model_file=s.tokenizer.spm_model_file).convert_tokens_to_ids(
           ["[CLS]", "[SEP]", "[MASK]"])
     return DynamicMasking(cls_id=ids[0], sep_id=ids[1], mask_id=ids[2],
                           vocab_size=self.config.vocab_size, masked_lm_prob=s.masked_lm_budget)

@@ -16,18 +16,24 @@ import math
 import tensorflow as tf
 
 from albert_tf.export.saved_model import TokensServingModule, signature_function
+from albert_tf.export.tokenizer_arguments import old_tokenizer_arguments
 from albert_tf.models.losses import classification_losses
 from albert_tf.tasks.classifier.multilabel import multi_label_losses
 
 
 class ClassifierServingModule(TokensServingModule):
-  """Wraps an AlbertClassifier, its label names and the in-graph tokenizer for export."""
+  """Wraps an AlbertClassifier, its label names and the in-graph tokenizer for export.
 
-  def __init__(self, classifier, spm_model_file, label_list, pair, do_lower_case=True,
-               max_seq_length=128, threshold=None, vocab_file=None, multi_label=False,
-               label_separator=","):
-    super().__init__(classifier, spm_model_file, do_lower_case, max_seq_length,
-                     name="albert_classifier_serving", vocab_file=vocab_file)
+  `tokenizer` is a settings.TokenizerSettings (0.3's spm_model_file, do_lower_case and
+  vocab_file arguments work until 0.4.0: export.tokenizer_arguments)."""
+
+  @old_tokenizer_arguments(
+      lambda self, classifier, spm_model_file, label_list, pair, do_lower_case=True,
+      max_seq_length=128, threshold=None, vocab_file=None, multi_label=False,
+      label_separator=",": None)
+  def __init__(self, classifier, tokenizer, label_list, pair, max_seq_length=128, threshold=None,
+               multi_label=False, label_separator=","):
+    super().__init__(classifier, tokenizer, max_seq_length, name="albert_classifier_serving")
     self.classifier = classifier
     self.regression = classifier.is_regression
     self.label_names = None if self.regression else tf.constant([str(x) for x in label_list])

@@ -39,6 +39,7 @@ import tensorflow_text as tf_text
 from albert_tf.core import errors
 from albert_tf.export.saved_model import TokensServingModule, export_saved_model, signature_function
 from albert_tf.export.serving_inputs import check_texts
+from albert_tf.export.tokenizer_arguments import old_tokenizer_arguments
 from albert_tf.export.windows import max_context_window
 from albert_tf.checkpoints.labels import LABEL_FILE
 from albert_tf.tokenization.in_graph import PY_WHITESPACE, separators
@@ -121,18 +122,22 @@ class NerServingModule(TokensServingModule):
       {"logits": [B, T, L]}, with `.config` (an AlbertConfig).
     label_names: L names, in label id order.
     label_list_file: a file holding them one a line, shipped as the label_list asset.
-    spm_model_file, vocab_file, do_lower_case: the tokenizer (SentencePiece, else WordPiece).
+    tokenizer: a settings.TokenizerSettings (SentencePiece, else WordPiece; 0.3's
+      spm_model_file, vocab_file and do_lower_case arguments work until 0.4.0:
+      export.tokenizer_arguments).
     max_seq_length: the window length T, [CLS] and [SEP] included.
     doc_stride: the step between windows of a sentence longer than max_seq_length - 2 pieces.
     char_level: make each CJK character of the text a word of its own (as the features of
       run_ner --char_level).
   """
 
-  def __init__(self, model, label_names, label_list_file, spm_model_file=None, vocab_file=None,
-               do_lower_case=True, max_seq_length=128, doc_stride=DEFAULT_DOC_STRIDE,
-               char_level=False):
-    super().__init__(model, spm_model_file, do_lower_case, max_seq_length,
-                     name="albert_ner_serving", vocab_file=vocab_file)
+  @old_tokenizer_arguments(
+      lambda self, model, label_names, label_list_file, spm_model_file=None, vocab_file=None,
+      do_lower_case=True, max_seq_length=128, doc_stride=DEFAULT_DOC_STRIDE,
+      char_level=False: None)
+  def __init__(self, model, label_names, label_list_file, tokenizer, max_seq_length=128,
+               doc_stride=DEFAULT_DOC_STRIDE, char_level=False):
+    super().__init__(model, tokenizer, max_seq_length, name="albert_ner_serving")
     if max_seq_length < 3:
       raise errors.UsageError(f"max_seq_length must be at least 3 ([CLS], a piece, [SEP]), got "
                               f"{max_seq_length}")
@@ -267,8 +272,7 @@ def export_ner_saved_model(model, label_names, tokenizer_settings, max_seq_lengt
     label_list_file = os.path.join(tmp, LABEL_LIST_FILE)
     with open(label_list_file, "w", encoding="utf-8", newline="\n") as f:
       f.write("".join(f"{name}\n" for name in names))
-    module = NerServingModule(model, names, label_list_file, tokenizer_settings.spm_model_file,
-                              tokenizer_settings.vocab_file, tokenizer_settings.do_lower_case,
-                              max_seq_length, doc_stride, char_level)
+    module = NerServingModule(model, names, label_list_file, tokenizer_settings, max_seq_length,
+                              doc_stride, char_level)
     return export_saved_model(module, os.fspath(export_dir),
                               version if version is not None else int(time.time()))

@@ -39,6 +39,7 @@ from albert_tf.export.saved_model import (TextServingModule, as_float32, ids_spe
                                           signature_function)
 from albert_tf.tasks.squad.heads import P_MASK_ADDER
 from albert_tf.export.serving_inputs import check_texts
+from albert_tf.export.tokenizer_arguments import old_tokenizer_arguments
 from albert_tf.export.windows import max_context_window
 from albert_tf.tokenization.in_graph import PY_WHITESPACE
 from albert_tf.tasks.squad.postprocess import NO_SPAN_LOG_PROB, NULL_ODDS_WITHOUT_WINDOWS
@@ -92,15 +93,21 @@ def wordpiece_paragraph(tokenizer, context):
 
 
 class SquadServingModule(TextServingModule):
-  """Wraps an AlbertSpanLabeler (v1) or AlbertSquadV2 for export."""
+  """Wraps an AlbertSpanLabeler (v1) or AlbertSquadV2 for export.
 
-  def __init__(self, model, spm_model_file, do_lower_case=True, max_seq_length=384,
-               doc_stride=128, max_query_length=64, max_answer_length=30, n_best_size=20,
-               v2=False, null_score_diff_threshold=0.0, vocab_file=None):
-    super().__init__(model, spm_model_file, do_lower_case, max_seq_length,
-                     name="albert_squad_serving", vocab_file=vocab_file)
-    if not spm_model_file:  # WordPiece: the CMRC 2018 baseline's words, as the binary's features
-      self.tokenizer = CmrcInGraphTokenizer(vocab_file, do_lower_case)
+  `tokenizer` is a settings.TokenizerSettings (0.3's spm_model_file, do_lower_case and
+  vocab_file arguments work until 0.4.0: export.tokenizer_arguments)."""
+
+  @old_tokenizer_arguments(
+      lambda self, model, spm_model_file, do_lower_case=True, max_seq_length=384,
+      doc_stride=128, max_query_length=64, max_answer_length=30, n_best_size=20,
+      v2=False, null_score_diff_threshold=0.0, vocab_file=None: None)
+  def __init__(self, model, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64,
+               max_answer_length=30, n_best_size=20, v2=False, null_score_diff_threshold=0.0):
+    super().__init__(model, tokenizer, max_seq_length, name="albert_squad_serving")
+    # WordPiece: the CMRC 2018 baseline's words, as the binary's features.
+    if not tokenizer.spm_model_file:
+      self.tokenizer = CmrcInGraphTokenizer(tokenizer.vocab_file, tokenizer.do_lower_case)
     self.model = model
     self.doc_stride = doc_stride
     self.max_query_length = max_query_length
