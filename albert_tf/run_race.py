@@ -11,49 +11,15 @@ evaluated (eval_results.txt, model.ckpt-best); --do_predict evaluates model.ckpt
 set into predict_results.txt.
 """
 
-from absl import flags
-
 from albert_tf.core import cli
-from albert_tf.tasks.race import settings as race_settings
-from albert_tf.training import flags as common_flags
+from albert_tf.tasks.race import flags as race_flags
 
-FLAGS = flags.FLAGS
-
-flags.DEFINE_string("data_dir", None,
-                    "The input data dir. Should contain the RACE/ folder (train, dev, test).")
-flags.DEFINE_string("task_name", "race", "The name of the task to train.")
-flags.DEFINE_string("train_file", None,
-                    "path to preprocessed tfrecord file. The file will be generated if not exst.")
-flags.DEFINE_string("eval_file", None,
-                    "path to preprocessed tfrecord file. The file will be generated if not exst.")
-flags.DEFINE_string("predict_file", None,
-                    "path to preprocessed tfrecord file. The file will be generated if not exst.")
-flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
-flags.DEFINE_integer("max_qa_length", 128,
-                     "The maximum length of question + option (its last tokens are kept).")
-flags.DEFINE_bool("high_only", False, "Whether to only run the model on the high school set.")
-flags.DEFINE_bool("middle_only", False,
-                  "Whether to only run the model on the middle school set.")
-flags.DEFINE_bool("do_train", True, "Whether to run training.")
-flags.DEFINE_bool("do_eval", True, "Whether to run eval on the dev set.")
-flags.DEFINE_bool("do_predict", False,
-                  "Whether to run the model in inference mode on the test set.")
-flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_integer("train_step", 12000, "Total number of training steps to perform.")
-flags.DEFINE_integer("warmup_step", 1000,
-                     "number of steps to perform linear learning rate warmup for.")
-common_flags.define_finetuning_flags(max_seq_length=512, learning_rate=1e-5,
-                                     save_checkpoints_steps=100)
+race_flags.define_flags()
 
 
 def main(argv):
   del argv
-  job_settings = common_flags.classifier_settings(race_settings.RaceSettings, FLAGS)
-  job_settings.check_inputs()  # before the job loads TensorFlow
-  with common_flags.running_job():
-    # pylint: disable-next=import-outside-toplevel
-    from albert_tf.tasks.race.job import RaceJob
-    RaceJob(job_settings).run()
+  race_flags.run_job()
 
 
 def run():

@@ -176,6 +176,23 @@ def test_every_count_is_held_to_int32():
     assert bounds.violation(name, INT32_MAX + 1).startswith(f"must be at most {INT32_MAX}"), name
 
 
+def test_a_task_registers_its_own_bounds_and_a_clash_is_refused():
+  # pylint: disable=import-outside-toplevel
+  from albert_tf.core import bounds
+  from albert_tf.tasks.race import settings as race_settings
+  # pylint: enable=import-outside-toplevel
+  assert "max_qa_length" not in bounds.FLAG_BOUNDS  # the task's, not every binary's
+  bounds.register(race_settings.FLAG_BOUNDS)  # as run_race's define_flags (again: no clash)
+  assert bounds.flag_bounds()["max_qa_length"] == race_settings.FLAG_BOUNDS["max_qa_length"]
+  values = _flag_values(["--max_qa_length=0"], max_qa_length=128)
+  with pytest.raises(flags.IllegalFlagValueError, match=r"^--max_qa_length=0: must be at least 1$"):
+    cli.check_flag_values(values)
+  with pytest.raises(ValueError, match="--max_qa_length is bound already"):
+    bounds.register({"max_qa_length": bounds.count(2)})
+  with pytest.raises(ValueError, match="--train_batch_size is bound already"):
+    bounds.register({"train_batch_size": bounds.Bound(0)})
+
+
 # ---- writes the file system refuses ------------------------------------------------------------
 @pytest.mark.parametrize("error, expected", [
     (OSError(errno.ENOSPC, "No space left on device", "out/model.ckpt-1.index"),

@@ -19,6 +19,15 @@ TOP = len(LAYERS)
 REGISTRY = "albert_tf.registry"
 MAX_TOP_LEVEL_MODULES = 16
 MAX_MODULE_LINES = 450
+# A task binary (albert_tf/run_<task>.py) is its docstring (its --help text) and a few lines:
+# the task's folder defines its flags and holds its main()'s body (tasks/<task>/flags.py).
+MAX_BINARY_CODE_LINES = 25
+# run_pretraining.py still defines its flags and main() itself: it is no task (no tasks/ folder)
+# and is exempt for now.
+NOT_TASK_BINARIES = ("run_pretraining.py",)
+# Flags only tasks define that keep a row in core/bounds.py: the fine-tuning schedule (steps, or
+# SQuAD's epochs and warmup proportion), which every task's TrainSettings come from.
+SHARED_TASK_FLAGS = {"train_step", "warmup_step", "num_train_epochs", "warmup_proportion"}
 
 
 def _modules():
@@ -121,3 +130,63 @@ def test_the_checks_see_what_they_check():
   assert "albert_tf.registry" in graph["albert_tf"]
   assert _layer("albert_tf.core.io") < _layer("albert_tf.models.encoder") < _layer(
       "albert_tf.tasks.ner.model") < _layer("albert_tf.run_ner")
+
+
+def _task_binaries():
+  return sorted(p for p in glob.glob(os.path.join(PACKAGE_DIR, "run_*.py"))
+                if os.path.basename(p) not in NOT_TASK_BINARIES)
+
+
+def _defined_flags(path):
+  """The names of the flags that the module at path defines (flags.DEFINE_*("name", ...))."""
+  names = set()
+  for node in ast.walk(ast.parse(open(path).read(), path)):
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith("DEFINE") and node.args
+        and isinstance(node.args[0], ast.Constant)):
+      names.add(node.args[0].value)
+  return names
+
+
+def test_a_task_binary_defines_no_flag_and_is_a_few_lines():
+  binaries = _task_binaries()
+  assert {os.path.basename(p) for p in binaries} >= {
+      "run_classifier.py", "run_race.py", "run_ner.py", "run_squad_v1.py", "run_squad_v2.py"}
+  defining = {os.path.basename(p): sorted(_defined_flags(p)) for p in binaries
+              if _defined_flags(p)}
+  assert not defining, f"define a task's flags in albert_tf/tasks/<task>/flags.py: {defining}"
+  long_ones = {}
+  for path in binaries:
+    with open(path) as f:
+      source = f.read()
+    body = ast.parse(source).body
+    docstring_end = body[0].end_lineno if body and isinstance(body[0], ast.Expr) else 0
+    code = [l for l in source.splitlines()[docstring_end:] if l.strip()]
+    if len(code) > MAX_BINARY_CODE_LINES:
+      long_ones[os.path.basename(path)] = len(code)
+  assert not long_ones, f"move the task's main() body to albert_tf/tasks/<task>/: {long_ones}"
+
+
+def _core_bound_names():
+  """The flag names that core/bounds.py's FLAG_BOUNDS holds: the identifiers among the string
+  constants of its assignment (the rows' keys; the reasons are sentences)."""
+  path = os.path.join(PACKAGE_DIR, "core", "bounds.py")
+  for node in ast.parse(open(path).read(), path).body:
+    if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "FLAG_BOUNDS"
+                                            for t in node.targets):
+      return {n.value for n in ast.walk(node.value)
+              if isinstance(n, ast.Constant) and isinstance(n.value, str)
+              and n.value.isidentifier()}
+  raise AssertionError("core/bounds.py has no FLAG_BOUNDS")
+
+
+def test_a_task_owns_its_flags_bounds():
+  tasks, elsewhere = set(), set()
+  for name, path in _modules().items():
+    (tasks if name.startswith("albert_tf.tasks.") else elsewhere).update(_defined_flags(path))
+  task_only = tasks - elsewhere - SHARED_TASK_FLAGS
+  assert {"doc_stride", "dropout_prob", "classifier_dropout", "max_qa_length"} <= task_only
+  in_core = sorted(task_only & _core_bound_names())
+  assert not in_core, ("bound these task flags in their task's settings.py FLAG_BOUNDS "
+                       f"(core.bounds.register), not in core/bounds.py: {in_core}")
+  assert {"train_batch_size", "albert_dropout", "train_step"} <= _core_bound_names()

@@ -145,7 +145,8 @@ def test_the_moved_names_are_those_0_2_0_documented():
       "albert_tf.models.AlbertSpanLabeler", "albert_tf.models.AlbertSquadV2",
       "albert_tf.layers.SpanLogits", "albert_tf.layers.SquadV2Head",
       "albert_tf.checkpoints.ours.load_checkpoint",
-      "albert_tf.checkpoints.ours.checkpoint_global_step"}
+      "albert_tf.checkpoints.ours.checkpoint_global_step",
+      "albert_tf.tasks.classifier.settings.wanted_splits"}
 
 
 @pytest.mark.parametrize("old,new", [(o, n) for o, n in _moved_names()

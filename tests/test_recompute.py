@@ -255,9 +255,9 @@ def test_run_pretraining_with_recompute_on_two_mirrored_replicas_reproduces_the_
 
 # -- the flag -------------------------------------------------------------------------------------
 _PARSE = {
-    "run_pretraining": ("settings.from_values(settings.PretrainingSettings, b.FLAGS)",
+    "run_pretraining": ("settings.from_values(settings.PretrainingSettings, absl_flags.FLAGS)",
                         ["--input_file=i", "--output_dir=o"]),
-    "run_classifier": ("flags.classifier_settings(s.ClassifierSettings, b.FLAGS)",
+    "run_classifier": ("flags.classifier_settings(s.ClassifierSettings, absl_flags.FLAGS)",
                        ["--task_name=mnli", "--data_dir=d", "--output_dir=o"]),
 }
 
@@ -266,11 +266,12 @@ _PARSE = {
 def test_binaries_take_the_flag(binary):
   make, required = _PARSE[binary]
   code = ("import sys\n"
-          f"from albert_tf import {binary} as b\n"
+          "from absl import flags as absl_flags\n"
+          f"from albert_tf import {binary}\n"
           "from albert_tf.core import settings\n"
           "from albert_tf.training import flags\n"
           "from albert_tf.tasks.classifier import settings as s\n"
-          "b.FLAGS(sys.argv)\n"
+          "absl_flags.FLAGS(sys.argv)\n"
           f"print({make}.train.recompute_activations)\n")
   def parsed(*argv):
     return subprocess.run([sys.executable, "-c", code, *required, *argv], cwd=REPO_ROOT,

@@ -10,6 +10,10 @@ run from Python refuses what its binary refuses:
   >>> bounds.violation("train_batch_size", 32) is None
   True
 
+A task's own flags (SQuAD's --doc_stride, the classifier's --classifier_dropout) are bound in
+its folder: its settings module's FLAG_BOUNDS, which its settings class checks as FIELD_BOUNDS
+(check_fields) and its binary adds to what cli checks (register) when it defines the flags.
+
 Imports no TensorFlow and defines no flag: settings.py reads it, and --help answers at once.
 """
 
@@ -45,36 +49,39 @@ class Bound(NamedTuple):
   high_why: str = ""
 
 
-def _count(low, why=""):
-  """A count that the loops hold in int32."""
+def count(low, why=""):
+  """A count that the loops hold in int32: at least `low`, at most INT32_MAX."""
   return Bound(low, INT32_MAX, why, _INT32_WHY)
 
 
-# The binaries share the original's flag names, so one table holds them all; a binary (or a
+# A dropout probability: 1 would drop everything.
+DROPOUT = Bound(0.0, 0.999)
+
+# The flags the binaries share (the original's names), one table for them all; a binary (or a
 # settings class) without the name skips its row. 0 is allowed only where it means "none".
+# A task's own flags are its folder's (register).
 # create_pretraining_data checks its own further (data.pretraining_data.check_settings: it runs
 # without this module's binaries' flags, from Beam workers too), --max_predictions_per_seq
 # included: run_pretraining's must match its records (data.pipeline.check_record_lengths).
 FLAG_BOUNDS = {
-    **{name: _count(1) for name in (
+    **{name: count(1) for name in (
         "train_batch_size", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
         "iterations_per_loop", "gradient_accumulation_steps", "num_tpu_cores", "max_eval_steps",
-        "doc_stride", "max_query_length", "max_qa_length", "n_best_size", "max_answer_length",
-        "start_n_top", "end_n_top", "default_seq_length", "calibration_examples")},
+        "default_seq_length", "calibration_examples")},
     # The SavedModel version names a directory (TF Serving reads it as int64): no int32 cap.
     "version": Bound(1),
     # Fine-tuning packs [CLS] a [SEP] (the classifier's pairs trim to max_seq_length - 3 and
     # fail below 0; NER's windows hold max_seq_length - 2 pieces); create_pretraining_data
     # needs 5 (its own check).
-    "max_seq_length": _count(3, " ([CLS], a piece and [SEP])"),
-    "train_step": _count(1, " (the number of updates --do_train makes)"),
-    "num_train_steps": _count(1, " (the number of updates training makes)"),
-    "warmup_step": _count(0, " (0: no warmup)"),
-    "num_warmup_steps": _count(0, " (0: no warmup)"),
-    "start_warmup_step": _count(0),
-    "keep_checkpoint_max": _count(0, " (0: keep every checkpoint)"),
-    "cpu_devices": _count(0, " (0 or 1: the CPU as one device)"),
-    "num_workers": _count(0, " (0: one process)"),
+    "max_seq_length": count(3, " ([CLS], a piece and [SEP])"),
+    "train_step": count(1, " (the number of updates --do_train makes)"),
+    "num_train_steps": count(1, " (the number of updates training makes)"),
+    "warmup_step": count(0, " (0: no warmup)"),
+    "num_warmup_steps": count(0, " (0: no warmup)"),
+    "start_warmup_step": count(0),
+    "keep_checkpoint_max": count(0, " (0: keep every checkpoint)"),
+    "cpu_devices": count(0, " (0 or 1: the CPU as one device)"),
+    "num_workers": count(0, " (0: one process)"),
     "random_seed": Bound(0, SEED_MAX, _SEED_WHY),
     # Its epochs' shuffle seeds are data_seed * 1,000,003 + epoch in int64.
     "data_seed": Bound(0, SEED_MAX, " (2**32 - 1: a 32-bit seed, as --random_seed)"),
@@ -84,11 +91,49 @@ FLAG_BOUNDS = {
     "warmup_proportion": Bound(0.0, 1.0),
     "masked_lm_budget": Bound(0.0, 1.0, " (0: the records' own masks)"),
     "sentence_order_loss_weight": Bound(0.0, None, " (0: the masked LM alone)"),
-    "max_sequences_per_row": _count(1, " (1: one sequence a row, as unpacked)"),
-    "dropout_prob": Bound(0.0, 0.999),
-    "classifier_dropout": Bound(0.0, 0.999),
-    "albert_dropout": Bound(0.0, 0.999),
+    "max_sequences_per_row": count(1, " (1: one sequence a row, as unpacked)"),
+    # The encoder's dropout in fine-tuning: every fine-tuning binary's flag.
+    "albert_dropout": DROPOUT,
 }
+
+# The tasks' own bounds that their binaries added (register): {name: Bound}.
+_REGISTERED = {}
+
+
+def register(table):
+  """Adds a task's bounds ({flag name: Bound}, its settings module's FLAG_BOUNDS) to those cli
+  checks once the flags parse (flag_bounds()). The task's define_flags() calls it.
+
+  Args:
+    table: {flag name: Bound}.
+
+  Raises:
+    ValueError: a name already bound otherwise (FLAG_BOUNDS, or another registered table).
+  """
+  for name, bound in table.items():
+    known = FLAG_BOUNDS.get(name, _REGISTERED.get(name))
+    if known is not None and known != bound:
+      raise ValueError(f"bounds.register: --{name} is bound already as {known}, not {bound}: "
+                       "give the flag another name, or the same bound")
+  _REGISTERED.update(table)
+
+
+def flag_bounds():
+  """{flag name: Bound} that cli checks: FLAG_BOUNDS and the registered tasks' bounds."""
+  return {**FLAG_BOUNDS, **_REGISTERED}
+
+
+def field_bounds(settings_class):
+  """{field name: Bound} that a settings class's fields keep: FLAG_BOUNDS, then the FIELD_BOUNDS
+  of each class in its bases (a subclass's over its parents').
+
+  Args:
+    settings_class: a settings dataclass.
+  """
+  table = dict(FLAG_BOUNDS)
+  for klass in reversed(settings_class.__mro__):
+    table.update(vars(klass).get("FIELD_BOUNDS", {}))
+  return table
 
 
 def _rule(bound, above):
@@ -106,7 +151,7 @@ def _rule(bound, above):
 
 def violation(name, value, bound=None):
   """The rule `value` breaks for the flag or setting `name` ("must be at least 1"), or None when
-  it keeps it, has no row in FLAG_BOUNDS, or is None (not given) or a bool.
+  it keeps it, has no row in FLAG_BOUNDS (nor `bound`), or is None (not given) or a bool.
 
   Args:
     name: the flag or field name.
@@ -128,9 +173,10 @@ def violation(name, value, bound=None):
 
 
 def check_fields(settings, skip=()):
-  """Raises errors.UsageError for the first field of the dataclass `settings` out of its
-  FLAG_BOUNDS row, naming the field: `train_batch_size=0: must be at least 1`. Nested settings
-  are not looked into: each checked its own when it was made.
+  """Raises errors.UsageError for the first field of the dataclass `settings` out of its bound
+  (field_bounds: FLAG_BOUNDS and its class's FIELD_BOUNDS), naming the field:
+  `train_batch_size=0: must be at least 1`. Nested settings are not looked into: each checked
+  its own when it was made.
 
   Args:
     settings: a dataclass instance.
@@ -139,11 +185,12 @@ def check_fields(settings, skip=()):
   Raises:
     errors.UsageError: as above.
   """
+  table = field_bounds(type(settings))
   for field in dataclasses.fields(settings):
-    if field.name in skip:
+    if field.name in skip or field.name not in table:
       continue
     value = getattr(settings, field.name)
-    rule = violation(field.name, value)
+    rule = violation(field.name, value, table[field.name])
     if rule is not None:
       shown = repr(value) if isinstance(value, str) else value
       raise errors.UsageError(f"{field.name}={shown}: {rule}")

@@ -223,7 +223,8 @@ def help_text(main):
 
 
 # The values every binary's flag of that name must keep, checked once the flags parse, before any
-# work (core.bounds: the typed settings check the same table as they are made).
+# work (core.bounds: the typed settings check the same table as they are made), with the bounds
+# of the task whose flags are defined (bounds.register).
 FLAG_BOUNDS = bounds.FLAG_BOUNDS
 # Where a binary writes: given empty, they would write into the working directory.
 OUTPUT_FLAGS = ("output_dir", "cached_dir", "export_dir", "export_path", "output_file")
@@ -236,8 +237,9 @@ INPUT_FILE_FLAGS = ("albert_config_file", "spm_model_file", "vocab_file")
 
 
 def check_flag_values(values):
-  """Raises flags.IllegalFlagValueError (a usage error: exit 2) for a flag of FLAG_BOUNDS out of
-  its bounds or not finite (`--train_batch_size=0: must be at least 1`), an OUTPUT_FLAGS flag
+  """Raises flags.IllegalFlagValueError (a usage error: exit 2) for a flag of FLAG_BOUNDS (or of
+  a task's registered bounds: bounds.flag_bounds) out of its bounds or not finite
+  (`--train_batch_size=0: must be at least 1`), an OUTPUT_FLAGS flag
   given as an empty string, a CHECKPOINT_FLAGS flag naming no checkpoint
   (path_checks.checkpoint_problem) or an INPUT_FILE_FLAGS flag naming no file (local paths only:
   before TensorFlow loads).
@@ -245,11 +247,11 @@ def check_flag_values(values):
   Args:
     values: the parsed absl FlagValues.
   """
-  for name in FLAG_BOUNDS:
+  for name, bound in bounds.flag_bounds().items():
     if name not in values:
       continue
     value = values[name].value
-    rule = bounds.violation(name, value)
+    rule = bounds.violation(name, value, bound)
     if rule is not None:
       raise flags.IllegalFlagValueError(f"--{name}={value}: {rule}")
   for name in OUTPUT_FLAGS:

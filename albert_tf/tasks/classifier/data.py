@@ -15,7 +15,9 @@ from typing import Optional
 
 from albert_tf.core import errors
 from albert_tf.core import io, path_checks
-from albert_tf.tokenization.text import convert_to_unicode, preprocess_text
+# Shared with RACE (albert_tf.finetuning); PaddingInputExample is read from here too.
+from albert_tf.finetuning.text_data import (  # pylint: disable=unused-import
+    PaddingInputExample, TextProcessor)
 
 
 @dataclasses.dataclass
@@ -25,11 +27,6 @@ class InputExample:
   text_a: str
   text_b: Optional[str] = None
   label: object = None
-
-
-class PaddingInputExample:
-  """A stand-in example (all-zero features, is_real_example 0) that pads an eval or predict set
-  to a whole number of batches, as the original does on TPU."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,35 +182,6 @@ def one_class_error(path, label, regression=False, multi_label=False):
       f"{path}: every training example has the label {label!r}: a classifier trained on one "
       "class only learns to answer it (loss 0, accuracy 1); give training data with at least "
       "two classes")
-
-
-class TextProcessor:
-  """What every processor of the original shares: its text normalisation and the
-  get_{train,dev,test}_examples methods (subclasses define get_examples(data_dir, split))."""
-
-  regression = False
-
-  def __init__(self, use_spm=True, do_lower_case=True):
-    self.use_spm = use_spm
-    self.do_lower_case = do_lower_case
-
-  def process_text(self, text):
-    """The original's normalisation of every field it reads (whitespace, NFKD, accents, case)."""
-    if self.use_spm:
-      return preprocess_text(text, lower=self.do_lower_case)
-    return convert_to_unicode(text)
-
-  def get_examples(self, data_dir, split):
-    raise NotImplementedError
-
-  def get_train_examples(self, data_dir):
-    return self.get_examples(data_dir, "train")
-
-  def get_dev_examples(self, data_dir):
-    return self.get_examples(data_dir, "dev")
-
-  def get_test_examples(self, data_dir):
-    return self.get_examples(data_dir, "test")
 
 
 class GlueProcessor(TextProcessor):

@@ -12,7 +12,7 @@ import logging
 from albert_tf.core import errors
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, float_feature
 from albert_tf.data.tfrecords import int64_feature
-from albert_tf.tasks.classifier.data import PaddingInputExample
+from albert_tf.finetuning.text_data import PaddingInputExample, pack_pair
 
 logger = logging.getLogger("albert_tf")
 
@@ -33,18 +33,6 @@ def truncate_seq_pair(tokens_a, tokens_b, max_length):
       tokens_a.pop()
     else:
       tokens_b.pop()
-
-
-def pack_pair(tokenizer, tokens_a, tokens_b, max_seq_length):
-  """[CLS] a [SEP] (b [SEP]) as ids, mask and segment ids padded to max_seq_length."""
-  tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-  segment_ids = [0] * len(tokens)
-  if tokens_b:
-    tokens += tokens_b + ["[SEP]"]
-    segment_ids += [1] * (len(tokens_b) + 1)
-  input_ids = tokenizer.convert_tokens_to_ids(tokens)
-  pad = max_seq_length - len(input_ids)
-  return (input_ids + [0] * pad, [1] * len(input_ids) + [0] * pad, segment_ids + [0] * pad)
 
 
 def convert_single_example(example, label_list, max_seq_length, tokenizer, regression=False,

@@ -5,24 +5,11 @@ fixed TPU batches count for nothing.
 
 import numpy as np
 
-
-def _weights(weights, n):
-  return np.ones(n, np.float64) if weights is None else np.asarray(weights, np.float64)
-
-
-def accuracy(labels, predictions, weights=None):
-  """sum(w * [label == prediction]) / sum(w) (0 when no weight)."""
-  labels, predictions = np.asarray(labels), np.asarray(predictions)
-  w = _weights(weights, len(labels))
-  total = w.sum()
-  return float((w * (labels == predictions)).sum() / total) if total else 0.0
-
-
-def weighted_mean(values, weights=None):
-  values = np.asarray(values, np.float64)
-  w = _weights(weights, len(values))
-  total = w.sum()
-  return float((w * values).sum() / total) if total else 0.0
+# What every classification task reports, shared with RACE (albert_tf.finetuning); the GLUE ones
+# below build on them.
+from albert_tf.finetuning.classification_metrics import (  # pylint: disable=unused-import
+    accuracy, eval_metrics, mean_squared_error, pearson_correlation, weighted_mean,
+    weights_or_ones)
 
 
 def matthews_corrcoef(labels, predictions, weights=None):
@@ -30,33 +17,13 @@ def matthews_corrcoef(labels, predictions, weights=None):
   original's div_no_nan); labels and predictions read as booleans (non-zero is positive)."""
   y = np.asarray(labels) != 0
   p = np.asarray(predictions) != 0
-  w = _weights(weights, len(y))
+  w = weights_or_ones(weights, len(y))
   tp = (w * (y & p)).sum()
   tn = (w * (~y & ~p)).sum()
   fp = (w * (~y & p)).sum()
   fn = (w * (y & ~p)).sum()
   denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
   return float((tp * tn - fp * fn) / denominator) if denominator else 0.0
-
-
-def pearson_correlation(predictions, labels, weights=None):
-  """Weighted Pearson correlation (streaming_pearson_correlation): the weighted co-moment over
-  the square root of the product of the weighted second moments; 0 for a constant series."""
-  x = np.asarray(predictions, np.float64)
-  y = np.asarray(labels, np.float64)
-  w = _weights(weights, len(x))
-  total = w.sum()
-  if not total:
-    return 0.0
-  dx = x - (w * x).sum() / total
-  dy = y - (w * y).sum() / total
-  denominator = np.sqrt((w * dx * dx).sum() * (w * dy * dy).sum())
-  return float((w * dx * dy).sum() / denominator) if denominator else 0.0
-
-
-def mean_squared_error(labels, predictions, weights=None):
-  diff = np.asarray(labels, np.float64) - np.asarray(predictions, np.float64)
-  return weighted_mean(diff * diff, weights)
 
 
 def key_metric(task_name):
@@ -73,13 +40,8 @@ def classifier_eval_metrics(task_name, labels, predictions, per_example_loss, we
   labels, predictions, per_example_loss, weights: [N] over the whole eval set. batch_losses: the
   mean loss of each eval batch (the Estimator's `loss` is their mean).
   """
-  result = {"eval_loss": weighted_mean(per_example_loss, weights),
-            "loss": float(np.mean(batch_losses)) if len(batch_losses) else 0.0}
-  if task_name in ("sts-b", "regression"):
-    result["pearson"] = pearson_correlation(predictions, labels, weights)
-    result["MSE"] = mean_squared_error(labels, predictions, weights)
-    return result
-  result["eval_accuracy"] = accuracy(labels, predictions, weights)
+  regression = task_name in ("sts-b", "regression")
+  result = eval_metrics(labels, predictions, per_example_loss, weights, batch_losses, regression)
   if task_name == "cola":
     result["matthew_corr"] = matthews_corrcoef(labels, predictions, weights)
   return result
@@ -105,7 +67,7 @@ def multi_label_f1(labels, predictions, weights=None):
   """
   y = np.asarray(labels) != 0
   p = np.asarray(predictions) != 0
-  w = _weights(weights, len(y))[:, None]
+  w = weights_or_ones(weights, len(y))[:, None]
   tp, fp, fn = ((w * (y & p)).sum(0), (w * (~y & p)).sum(0), (w * (y & ~p)).sum(0))
   per_label = [_f1(a, b, c) for a, b, c in zip(tp, fp, fn)]
   return {"micro_f1": _f1(tp.sum(), fp.sum(), fn.sum()),

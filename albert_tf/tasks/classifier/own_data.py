@@ -26,8 +26,9 @@ from typing import Optional
 
 from albert_tf.core import errors
 from albert_tf.checkpoints import labels
-from albert_tf.tasks.classifier.data import (SCORE_FIX, InputExample, TextProcessor, one_class,
-                                             one_class_error, read_score)
+from albert_tf.finetuning.text_data import TextProcessor
+from albert_tf.tasks.classifier.data import (SCORE_FIX, InputExample, one_class, one_class_error,
+                                             read_score)
 from albert_tf.tasks.classifier.own_files import file_format, read_rows
 from albert_tf.tasks.classifier.settings import regression_label_list_error
 

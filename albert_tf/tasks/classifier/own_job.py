@@ -1,26 +1,17 @@
 """run_classifier on your own CSV/TSV/JSONL files: the GLUE job (features, training, evaluation
 after each checkpoint, model.ckpt-best, prediction files, export) with the label names read from
 the data or --label_list, kept beside the checkpoints (classifier_labels.json), and multi-label
-classification (a sigmoid per label) besides single-label and regression."""
+classification (a sigmoid per label) besides single-label and regression: the run's label scheme
+(label_schemes), chosen once, holds what differs between them."""
 
 import logging
-import math
 import os
 
-import tensorflow as tf
-
 from albert_tf.checkpoints import labels
-from albert_tf.core.errors import UsageError
-from albert_tf.finetuning.evaluation import batch_means
-from albert_tf.finetuning.inputs import classifier_features
-from albert_tf.tasks.classifier.metrics import key_metric, multi_label_eval_metrics
-from albert_tf.tasks.classifier.model import AlbertClassifier
-from albert_tf.tasks.classifier import own_data
+from albert_tf.tasks.classifier import label_schemes, own_data
 from albert_tf.tasks.classifier.features import file_based_convert_examples_to_features
 from albert_tf.tasks.classifier.job import ClassifierJob
-from albert_tf.tasks.classifier.settings import THRESHOLD_RULE, threshold_in_range
-from albert_tf.tasks.classifier.multilabel import (AlbertMultiLabelClassifier,
-                                                   MultiLabelObjective, multi_label_losses)
+from albert_tf.tasks.classifier.metrics import key_metric
 
 logger = logging.getLogger("albert_tf")
 
@@ -47,37 +38,28 @@ class OwnDataJob(ClassifierJob):
         self.processor, spec.label_list, s.output_dir, s.model.init_checkpoint, s.do_train)
     # Before any output: one class would train to loss 0 and accuracy 1 and predict only it.
     own_data.check_classes(self.processor, names, source, s.do_train)
-    self.regression = spec.regression
-    self.multi_label = self.processor.multi_label
-    # GLUE's regression label list: one output without a name.
-    self.label_list = [None] if self.regression else names
-    self.task_name = ("regression" if self.regression else
-                      "multi-label" if self.multi_label else "classification")
+    # Chosen once: what differs between single-label, multi-label and regression runs.
+    self.scheme = label_schemes.scheme_for(spec.regression, self.processor.multi_label)
+    self.regression, self.multi_label = self.scheme.regression, self.scheme.multi_label
+    self.label_list = self.scheme.label_list(names)
+    self.task_name = self.scheme.task_name
     self.key_metric = key_metric(self.task_name)
     if not self.regression:
       logger.info(f"{len(names)} labels from {source}: {' '.join(names)}")
-    if self.multi_label and s.export_dir:
-      self.export_threshold()  # refused now, not once training is over
+    if s.export_dir:
+      self.scheme.serving_options(s)  # a threshold it refuses: now, not once training is over
 
   def claim_output_dir(self):
     super().claim_output_dir()
     if self.chief:  # beside every checkpoint of the run, for its reuse and its exports
       labels.write_classifier_labels(self.settings.output_dir,
-                                     [] if self.regression else self.label_list,
-                                     self.problem_type)
+                                     self.scheme.label_names(self.label_list), self.problem_type)
 
   def make_model(self):
-    s = self.settings
-    if self.regression:
-      return AlbertClassifier(self.config, 1, dropout_rate=s.classifier_dropout)
-    cls = AlbertMultiLabelClassifier if self.multi_label else AlbertClassifier
-    return cls(self.config, len(self.label_list), dropout_rate=s.classifier_dropout,
-               label_names=self.label_list)
+    return self.scheme.make_model(self.config, self.label_list, self.settings.classifier_dropout)
 
   def objective(self):
-    if self.multi_label:
-      return MultiLabelObjective(self.settings.threshold)
-    return super().objective()
+    return self.scheme.objective(self.settings.threshold)
 
   def convert(self, examples, path):
     file_based_convert_examples_to_features(
@@ -102,30 +84,20 @@ class OwnDataJob(ClassifierJob):
                         f"{stem}_{suffix}.tf_record")
 
   def feature_spec(self):
-    spec = classifier_features(self.settings.model.max_seq_length, self.regression)
-    if self.multi_label:
-      spec["label_ids"] = tf.io.FixedLenFeature([len(self.label_list)], tf.int64)
+    spec = self.scheme.feature_spec(self.settings.model.max_seq_length, len(self.label_list))
     return spec, None
 
   def head_outputs(self, logits, label_ids):
-    if self.multi_label:
-      return multi_label_losses(logits, label_ids, self.settings.threshold)
-    return super().head_outputs(logits, label_ids)
+    return self.scheme.head_outputs(logits, label_ids, self.settings.threshold)
 
   def metrics(self, out, batch_size):
-    if not self.multi_label:
-      return super().metrics(out, batch_size)
-    return multi_label_eval_metrics(out["label_ids"], out["predictions"],
-                                    out["per_example_loss"], out["is_real_example"],
-                                    batch_means(out["per_example_loss"], batch_size))
+    return self.scheme.metrics(out, batch_size)
 
   def prediction_text(self, prediction):
     """The predicted label's name; multi-label: the names over --threshold, joined by the label
     separator (or ","); regression: the score."""
-    if not self.multi_label:
-      return super().prediction_text(prediction)
-    separator = self.settings.label_separator or ","
-    return separator.join(name for name, on in zip(self.label_list, prediction) if on)
+    return self.scheme.prediction_text(prediction, self.label_list,
+                                       self.settings.label_separator)
 
   def is_pair(self):
     return self.processor.spec.pair
@@ -133,23 +105,13 @@ class OwnDataJob(ClassifierJob):
   def export_threshold(self):
     """The multi-label export's threshold: --threshold_to_export when given (it must then be a
     probability too), else the run's --threshold."""
-    given = self.settings.threshold_to_export
-    if math.isnan(given):
-      return self.settings.threshold
-    if not threshold_in_range(given):
-      raise UsageError(f"--threshold_to_export={given}: a multi-label model's threshold "
-                       f"{THRESHOLD_RULE}")
-    return given
+    return label_schemes.export_threshold(self.settings)
 
   def export(self):
-    if not self.multi_label:
-      return super().export()
     # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.classifier.export import ClassifierServingModule
     s = self.settings
+    threshold, options = self.scheme.serving_options(s)
     self.export_serving(ClassifierServingModule(
-        self.serving_model(), s.tokenizer.spm_model_file, self.label_list, self.is_pair(),
-        s.tokenizer.do_lower_case, s.model.max_seq_length, self.export_threshold(),
-        vocab_file=s.tokenizer.vocab_file, multi_label=True,
-        label_separator=s.label_separator or ","))
-    return None
+        self.serving_model(), s.tokenizer, self.label_list, self.is_pair(),
+        s.model.max_seq_length, threshold, **options))

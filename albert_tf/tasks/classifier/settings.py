@@ -1,13 +1,18 @@
 """run_classifier's settings: a GLUE task's (ClassifierSettings) and your own data files'
-(OwnDataSettings). No TensorFlow: the binary defines its flags from them."""
+(OwnDataSettings), on what run_race's share (albert_tf.finetuning.settings). No TensorFlow: the
+binary defines its flags from them."""
 
 import dataclasses
 from typing import Optional
 
-from albert_tf.core import errors, path_checks
-from albert_tf.core.settings import FineTuningSettings
+from albert_tf.core import deprecation, errors, path_checks
+from albert_tf.finetuning import settings as shared_settings
 
 LABEL_TYPES = ("str", "float")
+# The bounds of run_classifier's own flags (core.bounds: run_classifier registers them for cli):
+# --classifier_dropout's, which the settings check as they are made (their field is
+# ClassificationSettings').
+FLAG_BOUNDS = dict(shared_settings.ClassificationSettings.FIELD_BOUNDS)
 # --threshold's rule, for the flag's validator (run_classifier) and the settings alike.
 THRESHOLD_RULE = ("must be above 0 and below 1 (a probability: at 0 or below every label is "
                   "predicted, at 1 or above none)")
@@ -35,21 +40,14 @@ def regression_label_list_error(label_list):
       "output is a score); drop --label_list (regression) or --label_type=float (classes)")
 
 
-def wanted_splits(settings):
-  """The splits a fine-tuning run reads: train (do_train), dev (do_eval), test (do_predict)."""
-  return [split for split, wanted in (("train", settings.do_train), ("dev", settings.do_eval),
-                                      ("test", settings.do_predict)) if wanted]
+# wanted_splits is every task's (albert_tf.finetuning.settings).
+__getattr__ = deprecation.moved_names(__name__, {"wanted_splits": "albert_tf.finetuning.settings"})
 
 
 @dataclasses.dataclass(kw_only=True)
-class ClassifierSettings(FineTuningSettings):
+class ClassifierSettings(shared_settings.ClassificationSettings):
   """run_classifier: a GLUE task (task_name) read from data_dir; features cached in cached_dir
   (default: output_dir)."""
-  task_name: str
-  data_dir: str
-  cached_dir: Optional[str] = None
-  threshold_to_export: float = float("nan")
-  classifier_dropout: float = 0.1
 
   def check_inputs(self):
     """What the binary checks before the job loads TensorFlow: task_name is a GLUE task, and
@@ -70,7 +68,7 @@ class ClassifierSettings(FineTuningSettings):
     spec = processor.spec
     if not path_checks.is_local(self.data_dir):
       return
-    for split in wanted_splits(self):
+    for split in shared_settings.wanted_splits(self):
       if split in spec.files:  # a split the task lacks (ax's train) is the job's refusal
         path_checks.check_data_file(
             "data_dir", path_checks.in_folder_or_given(self.data_dir, spec.directory,
@@ -161,4 +159,4 @@ class OwnDataSettings(ClassifierSettings):
   def files(self):
     """{split: path} of the splits the run reads."""
     paths = {"train": self.train_file, "dev": self.dev_file, "test": self.test_file}
-    return {split: paths[split] for split in wanted_splits(self)}
+    return {split: paths[split] for split in shared_settings.wanted_splits(self)}

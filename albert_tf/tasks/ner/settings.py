@@ -3,9 +3,13 @@
 import dataclasses
 from typing import Optional
 
-from albert_tf.core import errors, path_checks
+from albert_tf.core import bounds, errors, path_checks
 from albert_tf.core.settings import FineTuningSettings
-from albert_tf.tasks.classifier.settings import wanted_splits
+from albert_tf.finetuning.settings import wanted_splits
+
+# The bounds of run_ner's own flags and fields (core.bounds: run_ner registers them for cli;
+# NerSettings checks them as it is made).
+FLAG_BOUNDS = {"doc_stride": bounds.count(1), "dropout_prob": bounds.DROPOUT}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -25,8 +29,9 @@ class NerSettings(FineTuningSettings):
       SavedModel splits raw text the same way.
 
   Raises:
-    UsageError: a field out of its bounds (core.bounds), as each settings class: a doc_stride
-      or batch size below 1 (a doc_stride of 0 would cut a long sentence into windows forever).
+    UsageError: a field out of its bounds (core.bounds and FLAG_BOUNDS), as each settings class:
+      a doc_stride or batch size below 1 (a doc_stride of 0 would cut a long sentence into
+      windows forever).
   """
   data_dir: str
   cached_dir: Optional[str] = None
@@ -34,6 +39,7 @@ class NerSettings(FineTuningSettings):
   label_list: Optional[str] = None
   dropout_prob: float = 0.1
   char_level: bool = False
+  FIELD_BOUNDS = FLAG_BOUNDS
 
   def check_inputs(self):
     """What the binary checks before the job loads TensorFlow: data_dir holds the file of each

@@ -1,4 +1,5 @@
-"""RACE multiple-choice reading comprehension: run_race (ClassifierJob with four choices).
+"""RACE multiple-choice reading comprehension: run_race (the shared ClassificationJob of
+albert_tf.finetuning with four choices).
 
 Its model: AlbertMultipleChoice (model.py), transformers' AlbertForMultipleChoice (HF_HEADS:
 albert_tf.checkpoints.hf_heads.HfHead's fields). Its head is a one-label classifier's by its

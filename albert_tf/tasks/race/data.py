@@ -15,8 +15,7 @@ import os
 from albert_tf.core import errors
 from albert_tf.core import io
 from albert_tf.data.tfrecords import AtomicTFRecordWriter, encode_example, int64_feature
-from albert_tf.tasks.classifier.features import pack_pair
-from albert_tf.tasks.classifier.data import PaddingInputExample, TextProcessor
+from albert_tf.finetuning.text_data import PaddingInputExample, TextProcessor, pack_pair
 
 logger = logging.getLogger("albert_tf")
 

@@ -1,4 +1,5 @@
-"""The RACE fine-tuning job behind run_race: the GLUE job with RACE's processor, 4-choice
+"""The RACE fine-tuning job behind run_race: the shared classification job
+(albert_tf.finetuning.classification, run_classifier's too) with RACE's processor, 4-choice
 features and multiple-choice model."""
 
 import logging
@@ -6,16 +7,16 @@ import os
 
 from albert_tf.checkpoints import checkpoint_global_step
 from albert_tf.core.io import write_text_atomically
-from albert_tf.tasks.race import data as race
-from albert_tf.tasks.classifier.job import ClassifierJob
+from albert_tf.finetuning.classification import ClassificationJob
 from albert_tf.finetuning.inputs import classifier_features
+from albert_tf.tasks.race import data as race
 from albert_tf.training.job import UsageError
 from albert_tf.tasks.race.model import AlbertMultipleChoice
 
 logger = logging.getLogger("albert_tf")
 
 
-class RaceJob(ClassifierJob):
+class RaceJob(ClassificationJob):
   """Multiple choice over RACE/{split}/{middle,high}/*.txt."""
 
   def __init__(self, settings):

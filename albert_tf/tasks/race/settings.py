@@ -4,14 +4,17 @@ import dataclasses
 import os
 from typing import Optional
 
-from albert_tf.core import errors, path_checks
-from albert_tf.tasks.classifier.settings import ClassifierSettings, wanted_splits
+from albert_tf.core import bounds, errors, path_checks
+from albert_tf.finetuning.settings import ClassificationSettings, wanted_splits
 
 TASK_NAME = "race"
+# The bounds of run_race's own flags and fields (core.bounds: run_race registers them for cli;
+# RaceSettings checks them as it is made).
+FLAG_BOUNDS = {"max_qa_length": bounds.count(1), "dropout_prob": bounds.DROPOUT}
 
 
 @dataclasses.dataclass(kw_only=True)
-class RaceSettings(ClassifierSettings):
+class RaceSettings(ClassificationSettings):
   """run_race: RACE/{train,dev,test}/{middle,high} under data_dir; feature files train_file,
   eval_file, predict_file (default: race_<split>.tf_record in output_dir)."""
   task_name: str = TASK_NAME
@@ -23,9 +26,10 @@ class RaceSettings(ClassifierSettings):
   middle_only: bool = False
   dropout_prob: float = 0.1
   SEQUENCES_PER_EXAMPLE = 4  # RACE's choices
+  FIELD_BOUNDS = FLAG_BOUNDS
 
   def check(self):
-    """ClassifierSettings' rules, and task_name is race (the original's one task, any case).
+    """ClassificationSettings' rules, and task_name is race (the original's one task, any case).
 
     Raises:
       errors.UsageError: as above.

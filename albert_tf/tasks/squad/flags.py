@@ -3,7 +3,7 @@ Imports no TensorFlow."""
 
 from absl import flags
 
-from albert_tf.core import settings
+from albert_tf.core import bounds, settings
 from albert_tf.tasks.squad import settings as squad_settings
 from albert_tf.training import flags as common_flags
 
@@ -54,9 +54,10 @@ def define_flags(v2):
     flags.DEFINE_integer("start_n_top", 5, "beam size for the start positions.")
     flags.DEFINE_integer("end_n_top", 5, "beam size for the end positions.")
     flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
-  # The sizes' bounds (a doc_stride of 0 would never advance its windows) are core.bounds':
-  # cli checks them once the flags parse, SquadSettings as it is made.
   common_flags.define_finetuning_flags(max_seq_length=384, learning_rate=5e-5)
+  # The sizes' bounds (a doc_stride of 0 would never advance its windows) are the task's: cli
+  # checks them once the flags parse, SquadSettings as it is made.
+  bounds.register(squad_settings.FLAG_BOUNDS)
 
 
 def run_job(v2):

@@ -372,9 +372,9 @@ class SquadJob(FineTuningJob):
       # pylint: disable-next=import-outside-toplevel
       from albert_tf.tasks.squad.export import SquadServingModule
       path = self.export_serving(SquadServingModule(
-          self.serving_model(), s.tokenizer.spm_model_file, s.tokenizer.do_lower_case,
-          s.model.max_seq_length, s.doc_stride, s.max_query_length, s.max_answer_length,
-          s.n_best_size, self.v2, self.null_threshold(), vocab_file=s.tokenizer.vocab_file))
+          self.serving_model(), s.tokenizer, s.model.max_seq_length, s.doc_stride,
+          s.max_query_length, s.max_answer_length, s.n_best_size, self.v2,
+          self.null_threshold()))
       if not self.v2:  # as the original's run_squad_v1: the float32 model, for devices
         # pylint: disable-next=import-outside-toplevel
         from albert_tf.export.tflite import export_beside_saved_model

@@ -4,8 +4,17 @@ them)."""
 import dataclasses
 from typing import Optional
 
-from albert_tf.core import path_checks
+from albert_tf.core import bounds, path_checks
 from albert_tf.core.settings import FineTuningSettings
+
+# The bounds of SQuAD's own flags and fields (core.bounds: run_squad_v1/v2 register them for cli;
+# SquadSettings checks them as it is made): a doc_stride of 0 would never advance its windows.
+FLAG_BOUNDS = {
+    **{name: bounds.count(1) for name in (
+        "doc_stride", "max_query_length", "n_best_size", "max_answer_length", "start_n_top",
+        "end_n_top")},
+    "dropout_prob": bounds.DROPOUT,
+}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -30,6 +39,7 @@ class SquadSettings(FineTuningSettings):
   dropout_prob: float = 0.1
   SPAN_HEAD = True
   STEPS_FROM_EPOCHS = True
+  FIELD_BOUNDS = FLAG_BOUNDS
 
   def check_inputs(self):
     """What the binary checks before the job loads TensorFlow: the SQuAD json of each mode the
