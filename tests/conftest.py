@@ -8,10 +8,14 @@ of this file is computed once across the workers (`once_per_session`: a file loc
 pickled beside it), and the tests that use one fixture of a test directory's non-function scope
 (these, or a test file's module fixtures) are sent to one worker (`xdist_group`, set by
 pytest_collection_modifyitems below), so that no worker waits for another's run or repeats it.
+The fixtures of CHEAP_TO_WAIT_FOR are the exception: made in seconds, they are not worth a group
+(a worker that asks while another makes one waits those seconds), so that the tests needing only
+them spread over the workers.
 """
 
 import collections
 import fcntl
+import hashlib
 import inspect
 import os
 import pickle
@@ -36,6 +40,10 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 # data was made of (None for the bundled fixtures).
 Run = collections.namedtuple("Run", "result out export data")
 
+
+# Session fixtures of this file made in seconds (a wheel build, a venv over the running
+# interpreter's packages): using one puts a test in no xdist_group (see the module docstring).
+CHEAP_TO_WAIT_FOR = {"wheel", "installed_bin"}
 
 # Whether this process is a pytest-xdist worker (pytest_configure). Not PYTEST_XDIST_WORKER: a
 # test's own pytest subprocess (tools/device_check.sh's) inherits that variable.
@@ -85,6 +93,8 @@ def _shared_fixtures(item):
       try:
         source = inspect.getsourcefile(definition.func)
       except TypeError:
+        continue
+      if source == __file__ and name in CHEAP_TO_WAIT_FOR:
         continue
       if source and os.path.dirname(os.path.abspath(source)) == TESTS:
         names.add(name if source == __file__ else f"{os.path.basename(source)}::{name}")
@@ -152,6 +162,34 @@ def quickstart(plain_installed_bin, tmp_path_factory):
                                      WORK=str(work)))
     return Run(result, work, None, None)
   return once_per_session(tmp_path_factory, "quickstart", make)
+
+
+@pytest.fixture(scope="session")
+def own_data_run(quickstart, plain_installed_bin, tmp_path_factory):
+  """block -> Run of that bash block (an own-data block of docs/fine-tuning.md) as pasted, each
+  block once: in a directory laid out as a clone after the quick start (a link to each of this
+  checkout's files and folders but work/, and work/quickstart the `quickstart` fixture's), in the
+  plain venv. Run.out is that directory. tests/test_own_data_samples.py checks what the blocks
+  learn, tests/test_readme_commands.py that they run."""
+  runs = {}
+
+  def make(block, directory):
+    for name in os.listdir(REPO_ROOT):
+      if name != "work":
+        os.symlink(os.path.join(REPO_ROOT, name), directory / name)
+    os.makedirs(directory / "work")
+    os.symlink(quickstart.out, directory / "work" / "quickstart")
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=directory,
+                            env=installed_package.env_with(plain_installed_bin),
+                            capture_output=True, text=True, timeout=900)
+    return Run(result, directory, None, None)
+
+  def get(block):
+    if block not in runs:
+      name = "own_data_" + hashlib.sha256(block.encode("utf-8")).hexdigest()[:16]
+      runs[block] = once_per_session(tmp_path_factory, name, lambda d: make(block, d))
+    return runs[block]
+  return get
 
 
 def learnable_task(directory):

@@ -1,5 +1,6 @@
 """The own-data samples of docs/fine-tuning.md learn: each block runs as pasted (with the quick
-start's model, the `quickstart` fixture of tests/conftest.py, as work/quickstart) and its dev
+start's model, the `quickstart` fixture of tests/conftest.py, as work/quickstart: the
+`own_data_run` fixture there, whose runs tests/test_readme_commands.py checks too) and its dev
 metrics beat what a model that learnt nothing scores.
 
 - regression (ratings_*.csv): a dev pearson above 0.5, and test predictions that spread over
@@ -15,12 +16,10 @@ import itertools
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
 from helpers import REPO_ROOT
-from installed_package import env_with
 
 DOC = os.path.join(REPO_ROOT, "docs", "fine-tuning.md")
 COMMAND = "python3 -m albert_tf.run_classifier --train_file="
@@ -43,18 +42,10 @@ def flag(block, name):
   return match.group(1)
 
 
-def run_block(block, quickstart, plain_installed_bin, directory):
-  """Runs block in bash from directory, laid out as a clone after the quick start: a link to
-  each of this checkout's files and folders but work/, and work/quickstart the fixture's.
-  Returns the block's --output_dir there."""
-  for name in os.listdir(REPO_ROOT):
-    if name != "work":
-      os.symlink(os.path.join(REPO_ROOT, name), directory / name)
-  os.makedirs(directory / "work")
-  os.symlink(quickstart.out, directory / "work" / "quickstart")
-  result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=directory,
-                          env=env_with(plain_installed_bin), capture_output=True, text=True,
-                          timeout=900)
+def run_block(block, own_data_run):
+  """The block's run (the `own_data_run` fixture): asserts it succeeded; returns the block's
+  --output_dir there."""
+  result, directory = own_data_run(block)[:2]
   assert result.returncode == 0, result.stderr[-4000:]
   return directory / flag(block, "output_dir")
 
@@ -92,9 +83,8 @@ def best_constant_micro_f1(rows):
 
 
 @pytest.mark.slow
-def test_the_ratings_sample_learns_the_ratings(quickstart, plain_installed_bin, tmp_path):
-  output_dir = run_block(sample_block("ratings_train.csv"), quickstart, plain_installed_bin,
-                         tmp_path)
+def test_the_ratings_sample_learns_the_ratings(own_data_run):
+  output_dir = run_block(sample_block("ratings_train.csv"), own_data_run)
   results = eval_results(output_dir)
   best = max(r["pearson"] for r in results.values())
   assert best > 0.5, results
@@ -103,13 +93,12 @@ def test_the_ratings_sample_learns_the_ratings(quickstart, plain_installed_bin, 
 
 
 @pytest.mark.slow
-def test_the_multi_label_sample_beats_every_constant_prediction(quickstart, plain_installed_bin,
-                                                                 tmp_path):
+def test_the_multi_label_sample_beats_every_constant_prediction(own_data_run):
   block = sample_block("--label_column=labels")
   with open(os.path.join(REPO_ROOT, flag(block, "dev_file")), encoding="utf-8") as f:
     dev = [frozenset(json.loads(line)["labels"]) for line in f if line.strip()]
   baseline = best_constant_micro_f1(dev)
-  output_dir = run_block(block, quickstart, plain_installed_bin, tmp_path)
+  output_dir = run_block(block, own_data_run)
   results = eval_results(output_dir)
   best = max(r["micro_f1"] for r in results.values())
   assert best > baseline + 0.1, (baseline, results)

@@ -5,6 +5,7 @@ binaries are checked on the runs their own test files check (tests/conftest.py),
 runs of one or two steps here."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -34,34 +35,48 @@ def assert_quiet(result, what):
   assert not noisy, (what, noisy)
 
 
-@pytest.mark.slow
-def test_each_binary_runs_quietly(tmp_path):
-  """The binaries no other test file runs in full; see the tests below."""
+def binary_runs(tmp_path):
+  """The binaries no other test file runs in full: {chain: [(what, flags)]}, each chain's runs
+  in order (the later read what the earlier wrote), the chains independent of each other."""
   corpus = os.path.join(TESTDATA, "original_pretraining_data", "corpus.txt")
   records = tmp_path / "records" / "corpus.txt.tfrecord"
   data_flags = [f"--input_file={corpus}", f"--spm_model_file={SPM}", "--vocab_file=unused",
                 "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=1"]
-  runs = {
-      "create_pretraining_data": data_flags + [f"--output_file={records.parent}/"],
-      "create_pretraining_data --beam_pipeline_options": data_flags + [
-          f"--output_file={tmp_path / 'beam'}/", "--beam_pipeline_options=--runner=DirectRunner"],
-      "run_pretraining": [f"--input_file={records}", f"--output_dir={tmp_path / 'pre'}",
-                          f"--albert_config_file={CONFIG}", "--max_predictions_per_seq=10",
-                          "--train_batch_size=4", "--num_train_steps=2", "--num_warmup_steps=1",
-                          "--save_checkpoints_steps=1", "--jit_compile", "--do_eval",
-                          "--max_eval_steps=1", f"--init_checkpoint={ORIGINAL_MODEL}"],
-      "export_checkpoints": [f"--albert_config_file={CONFIG}", f"--spm_model_file={SPM}",
-                             f"--init_checkpoint={tmp_path / 'pre'}",
-                             f"--export_path={tmp_path / 'released'}"],
-      "export_saved_model": MODEL + ["--max_seq_length=32", f"--export_dir={tmp_path / 'sm'}"],
-      "run_ner": [f"--spm_model_file={SPM}", f"--data_dir={os.path.join(TESTDATA, 'ner')}",
-                  f"--albert_config_file={os.path.join(TESTDATA, 'ner', 'albert_config_tiny.json')}",
-                  f"--output_dir={tmp_path / 'ner'}", "--max_seq_length=64", "--doc_stride=32",
-                  "--train_batch_size=16", "--train_step=1", "--do_train", "--do_eval"],
-      "export_tflite": MODEL[1:] + ["--max_seq_length=32", f"--output_file={tmp_path / 'm.tflite'}"],
-      "export_onnx": MODEL[1:] + ["--max_seq_length=32", f"--output_file={tmp_path / 'm.onnx'}"],
+  return {
+      "pretraining": [
+          ("create_pretraining_data", data_flags + [f"--output_file={records.parent}/"]),
+          ("run_pretraining", [
+              f"--input_file={records}", f"--output_dir={tmp_path / 'pre'}",
+              f"--albert_config_file={CONFIG}", "--max_predictions_per_seq=10",
+              "--train_batch_size=4", "--num_train_steps=2", "--num_warmup_steps=1",
+              "--save_checkpoints_steps=1", "--jit_compile", "--do_eval", "--max_eval_steps=1",
+              f"--init_checkpoint={ORIGINAL_MODEL}"]),
+          ("export_checkpoints", [f"--albert_config_file={CONFIG}", f"--spm_model_file={SPM}",
+                                  f"--init_checkpoint={tmp_path / 'pre'}",
+                                  f"--export_path={tmp_path / 'released'}"])],
+      "beam": [("create_pretraining_data --beam_pipeline_options", data_flags + [
+          f"--output_file={tmp_path / 'beam'}/", "--beam_pipeline_options=--runner=DirectRunner"])],
+      "export_saved_model": [("export_saved_model", MODEL + [
+          "--max_seq_length=32", f"--export_dir={tmp_path / 'sm'}"])],
+      "run_ner": [("run_ner", [
+          f"--spm_model_file={SPM}", f"--data_dir={os.path.join(TESTDATA, 'ner')}",
+          f"--albert_config_file={os.path.join(TESTDATA, 'ner', 'albert_config_tiny.json')}",
+          f"--output_dir={tmp_path / 'ner'}", "--max_seq_length=64", "--doc_stride=32",
+          "--train_batch_size=16", "--train_step=1", "--do_train", "--do_eval"])],
+      "export_tflite": [("export_tflite", MODEL[1:] + [
+          "--max_seq_length=32", f"--output_file={tmp_path / 'm.tflite'}"])],
+      "export_onnx": [("export_onnx", MODEL[1:] + [
+          "--max_seq_length=32", f"--output_file={tmp_path / 'm.onnx'}"])],
   }
-  for what, flags in runs.items():
+
+
+# One test per chain of runs (binary_runs only names paths under its directory), so that
+# pytest-xdist's workers share them out.
+@pytest.mark.slow
+@pytest.mark.parametrize("chain", list(binary_runs(Path("unused"))))
+def test_each_binary_runs_quietly(chain, tmp_path):
+  """The binaries no other test file runs in full; see the tests below."""
+  for what, flags in binary_runs(tmp_path)[chain]:
     assert_quiet(run_binary(what.split()[0], flags, check=False), what)
 
 

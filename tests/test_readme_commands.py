@@ -10,9 +10,15 @@ commands. A command block is either
   named occurs in the block; or
 - listed in BLOCKS by its first command line: run, with substitutions that only shrink sizes or
   point at the bundled data; the quick start, checked on the session's run of it (the
-  `quickstart` fixture of tests/conftest.py, from the wheel); a Python excerpt of a source file,
+  `quickstart` fixture of tests/conftest.py, from the wheel); an own-data sample of the
+  fine-tuning page, checked on the session's run of it as pasted (the `own_data_run` fixture,
+  whose learning tests/test_own_data_samples.py checks); a Python excerpt of a source file,
   checked to be in that file; or the test suite's own command, checked to be .ci/run's.
 A block that is neither fails the test.
+
+The blocks that read what the quick start wrote (work/quickstart), or what another such block
+wrote, run in order in one clone after it; each document's other blocks run in order in a clone
+of their own, a test per document, which pytest-xdist's workers share out.
 """
 
 import os
@@ -72,6 +78,14 @@ def quickstart(command):
   return ("quickstart", command)
 
 
+def own_data():
+  """An own-data sample's block of docs/fine-tuning.md: run as pasted (its full training) by the
+  session's `own_data_run` fixture (tests/conftest.py), whose run tests/test_own_data_samples.py
+  checks for what it learns. Its exit and stderr are checked here and its work/ outputs copied to
+  the block's clone, instead of a second run."""
+  return ("own_data", None)
+
+
 def excerpt(path):
   """A Python block quoting path: its lines after the first (`# excerpt of <path>`) are in it."""
   return ("excerpt", path)
@@ -117,11 +131,9 @@ BLOCKS = {
     # docs/fine-tuning.md
     "python3 -m albert_tf.run_classifier --task_name=MRPC": run(),
     "python3 -m albert_tf.run_classifier --train_file=data/sample/own_data/topics_train.jsonl":
-        run(("--train_step=600", "--train_step=4"), ("--warmup_step=60", "--warmup_step=1"),
-            ("--save_checkpoints_steps=200", "--save_checkpoints_steps=2")),
+        own_data(),
     "python3 -m albert_tf.run_classifier --train_file=data/sample/own_data/ratings_train.csv":
-        run(("--train_step=600", "--train_step=4"), ("--warmup_step=60", "--warmup_step=1"),
-            ("--save_checkpoints_steps=200", "--save_checkpoints_steps=2")),
+        own_data(),
     "python3 -m albert_tf.run_squad_v1 --train_file=tests/testdata/": run(),
     # (the character NER sample)
     "python3 -m albert_tf.run_ner --data_dir=tests/testdata/zh/ner_words": run(
@@ -291,32 +303,82 @@ def test_the_test_command_is_ci_runs():
   assert len(tests) == 1 and tests == ci_commands, (tests, ci_commands)
 
 
-@pytest.mark.slow
-def test_every_listed_block_runs(installed_bin, quickstart, tmp_path):
-  # The quickstart fixture's venv is plain (the core dependencies only); the other blocks use
-  # the extras too (mkdocs, the portable runtimes, transformers): installed_bin's venv.
-  clone = tmp_path / "clone"
-  _clone(clone)
-  env = dict(env_with(installed_bin), NO_MKDOCS_2_WARNING="1")
+# What the quick start's block writes, which the blocks after it read.
+QUICKSTART_OUTPUT = "work/quickstart"
+AFTER_THE_QUICK_START = "after the quick start"
+
+
+def blocks_to_run():
+  """The blocks run (or checked on a session fixture's run), each with its script (after its
+  substitutions), cut into chains that share no file: {chain: [(document, language, first line,
+  action, script)]}, each chain in run order. AFTER_THE_QUICK_START: the quick start's block and
+  every block whose script names QUICKSTART_OUTPUT or a path an earlier block of the chain writes
+  (_OUTPUT_FLAG); each document's other blocks: the chain named after the document."""
+  chains = {AFTER_THE_QUICK_START: []}
+  read_after = [QUICKSTART_OUTPUT]
   for document, language, first_line, body in command_blocks():
     action, detail = _entry(document, first_line)
+    if action not in ("run", "quickstart", "own_data"):
+      continue
+    script = _substituted(body, detail, first_line) if action == "run" else body
+    block = (document, language, first_line, action, script)
+    if action == "quickstart" or any(path in script for path in read_after):
+      chains[AFTER_THE_QUICK_START].append(block)
+      read_after += [m["path"].rstrip("/") for m in _OUTPUT_FLAG.finditer(script)]
+    else:
+      chains.setdefault(document, []).append(block)
+  return chains
+
+
+def _run_blocks(blocks, clone, env, quickstart_run=None, own_data_run=None):
+  """Runs each block in order in the clone (bash or python3), or checks the session fixture's
+  run of it and copies that run's outputs into the clone for the blocks after it."""
+  for document, language, first_line, action, script in blocks:
     if action == "quickstart":
-      install = "python3 -m pip install -r requirements.txt -e . && "
-      assert body.strip() == install + detail, (
-          f"{document}: the quick start's block is no longer {install + detail!r}: update "
+      expected = "python3 -m pip install -r requirements.txt -e . && " + _entry(
+          document, first_line)[1]
+      assert script.strip() == expected, (
+          f"{document}: the quick start's block is no longer {expected!r}: update "
           "BLOCKS (and the quickstart fixture, tests/conftest.py, if its command changed)")
-      result = quickstart.result
-      assert result.returncode == 0, (document, first_line, result.stderr[-4000:])
-      assert "Traceback" not in result.stderr, (document, first_line, result.stderr[-4000:])
-      shutil.copytree(quickstart.out, clone / "work" / "quickstart", symlinks=True)
-      continue
-    if action != "run":
-      continue
-    script = _substituted(body, detail, first_line)
-    command = ["python3", "-c", script] if language == "python" else [
-        "bash", "-euo", "pipefail", "-c", script]
-    result = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True,
-                            timeout=900)
+      result = quickstart_run.result
+      outputs = {quickstart_run.out: clone / QUICKSTART_OUTPUT}
+    elif action == "own_data":
+      run = own_data_run(script)
+      result = run.result
+      outputs = {run.out / "work" / name: clone / "work" / name
+                 for name in os.listdir(run.out / "work") if name != "quickstart"}
+    else:
+      command = ["python3", "-c", script] if language == "python" else [
+          "bash", "-euo", "pipefail", "-c", script]
+      result = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True,
+                              timeout=900)
+      outputs = {}
     assert result.returncode == 0, (document, first_line, result.stdout[-2000:],
                                     result.stderr[-4000:])
     assert "Traceback" not in result.stderr, (document, first_line, result.stderr[-4000:])
+    for source, target in outputs.items():
+      shutil.copytree(source, target, symlinks=True)
+
+
+def _blocks_env(installed_bin):
+  # The quickstart fixture's venv is plain (the core dependencies only); the other blocks use
+  # the extras too (mkdocs, the portable runtimes, transformers): installed_bin's venv.
+  return dict(env_with(installed_bin), NO_MKDOCS_2_WARNING="1")
+
+
+@pytest.mark.slow
+def test_the_blocks_after_the_quick_start_run(installed_bin, quickstart, own_data_run, tmp_path):
+  blocks = blocks_to_run()[AFTER_THE_QUICK_START]
+  assert [b for b in blocks if b[3] == "quickstart"], "no quick start block: update BLOCKS"
+  _clone(tmp_path / "clone")
+  _run_blocks(blocks, tmp_path / "clone", _blocks_env(installed_bin), quickstart, own_data_run)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_each_documents_other_blocks_run(document, installed_bin, tmp_path):
+  """The blocks of `document` that need nothing the quick start wrote, in a clone of their own
+  (none of them reads what another document's blocks write)."""
+  blocks = blocks_to_run().get(document, [])
+  _clone(tmp_path / "clone")
+  _run_blocks(blocks, tmp_path / "clone", _blocks_env(installed_bin))
