@@ -121,7 +121,7 @@ BLOCKS = {
         run(),
     # docs/variants.md (Table 5 on held-out documents, at the tool's quick size)
     "python3 tools/sentence_objectives.py --output_dir=work/sentence_objectives": run(
-        ("--train_steps=800", "--quick")),
+        ("--train_steps=1500", "--quick")),
     # docs/data-at-scale.md
     "python3 tools/make_scale_corpus.py --size_mb=40": run(
         ("--size_mb=40", "--size_mb=1"), ("/tmp/corpus_40mb.txt", "corpus_1mb.txt"),

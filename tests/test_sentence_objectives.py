@@ -121,13 +121,15 @@ def test_quick_run_writes_the_table_and_resumes(tmp_path):
     assert f"{objective}: trained (4 steps" in stdout
   # The chance row: the majority label's share of each held-out record set.
   assert all(0.5 <= v <= 1 for v in rows["chance"]["measured"].values())
-  assert table["settings"]["train_steps"] == 4 and table["documents"]["heldout"] == 8
+  # The sample corpus's 40 documents and 40 of the standard library's docstrings.
+  assert table["documents"]["sources"] == {"corpus": 40, "stdlib_docstrings": 40}
+  assert table["settings"]["train_steps"] == 4 and table["documents"]["heldout"] == 16
   assert sentence_objectives.format_table(table["rows"]) in stdout
   with open(tmp_path / "data" / "heldout.txt", encoding="utf-8") as f:
     heldout = f.read().split("\n\n")
   with open(tmp_path / "data" / "train.txt", encoding="utf-8") as f:
     train = f.read().split("\n\n")
-  assert len(heldout) == 8 and len(train) == 32 and not set(heldout) & set(train)
+  assert len(heldout) == 16 and len(train) == 64 and not set(heldout) & set(train)
 
   # Run again: the models are there, only evaluated; the same checkpoints on the same records
   # and graph give the same accuracies (a tolerance for float summation order only).
@@ -135,3 +137,30 @@ def test_quick_run_writes_the_table_and_resumes(tmp_path):
   assert stdout.count("already trained (4 steps") == 3 and ": trained" not in stdout
   for row, first in zip(again["rows"], table["rows"]):
     assert row["measured"] == pytest.approx(first["measured"], abs=1e-6), row["objective"]
+
+
+def test_balanced_held_out_records_hold_as_many_of_each_label(tmp_path):
+  from albert_tf.data import tfrecords
+  labels = [1, 1, 0, 1, 1, 0, 1, 1]
+  path, out = str(tmp_path / "heldout.tfrecord"), str(tmp_path / "balanced.tfrecord")
+  with tfrecords.AtomicTFRecordWriter(path) as writer:
+    for i, label in enumerate(labels):
+      writer.write(tfrecords.encode_example({
+          "input_ids": tfrecords.int64_feature([i]),
+          "next_sentence_labels": tfrecords.int64_feature([label])}))
+  written = sentence_objectives.balance_records(path, out, seed=3)
+  assert sorted(written) == [0, 0, 1, 1]
+  assert sentence_objectives.record_labels(out) == written
+  spec = {"input_ids": tf.io.FixedLenFeature([1], tf.int64)}
+  ids = [int(tf.io.parse_single_example(r, spec)["input_ids"][0])
+         for r in tf.data.TFRecordDataset(out)]
+  # Every label-0 record, two of the label-1 ones, in file order; the same seed, the same two.
+  assert {2, 5} <= set(ids) and ids == sorted(ids) and len(ids) == 4
+  assert sentence_objectives.balance_records(path, str(tmp_path / "again.tfrecord"), 3) == written
+  ones = str(tmp_path / "ones.tfrecord")
+  with tfrecords.AtomicTFRecordWriter(ones) as writer:
+    for _ in range(3):
+      writer.write(tfrecords.encode_example({"next_sentence_labels": tfrecords.int64_feature([1])}))
+  with pytest.raises(sentence_objectives.errors.UsageError, match="the same sentence label"):
+    sentence_objectives.balance_records(ones, str(tmp_path / "none.tfrecord"), 0)
+  assert not (tmp_path / "none.tfrecord").exists()

@@ -2,7 +2,9 @@
 
   python tools/sentence_objectives.py --output_dir=work/sentence_objectives
 
-From one corpus (default: the bundled sample corpus), in --output_dir:
+From one corpus (default: the bundled sample corpus, plus the prose of the Python standard
+library's docstrings: tools/docstring_corpus.py, PSF License, hundreds of documents on many
+subjects), in --output_dir:
 1. its documents split, seeded, into training and held-out ones (data/train.txt,
    data/heldout.txt): no held-out document is ever trained on;
 2. a SentencePiece model trained on the training documents (tools/train_sentencepiece.py, the
@@ -15,7 +17,10 @@ From one corpus (default: the bundled sample corpus), in --output_dir:
    sentence-order records), NSP (on the next-sentence records), SOP (on the sentence-order
    records), in models/<objective>;
 4. each model evaluated on the held-out sentence-order and next-sentence records (evals/): the
-   sentence loss's accuracy on the next-sentence records is its NSP accuracy;
+   sentence loss's accuracy on the next-sentence records is its NSP accuracy. Each held-out set
+   is balanced first (a seeded sample of its majority label dropped: as many 0 as 1 labels), so
+   that chance is 50% whatever the corpus's labels are (a one-sentence chunk is paired with a
+   random segment and labelled 1, in the sentence-order records too, as in the original);
 5. the table (held-out MLM, NSP, SOP accuracy per objective) printed beside the paper's, and
    written to table5.json.
 
@@ -36,6 +41,9 @@ from absl import flags
 
 from albert_tf.core import cli, errors, io
 from albert_tf.data.corpus import read_corpus_documents
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import docstring_corpus  # pylint: disable=wrong-import-position
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CORPUS = os.path.join(REPO_ROOT, "data", "sample", "corpus.txt")
@@ -58,7 +66,8 @@ HEADERS = {"mlm_accuracy": "MLM acc", "nsp_accuracy": "NSP acc", "sop_accuracy":
 # --quick: a few steps of everything, for the test suite (the numbers mean nothing); no XLA,
 # whose compilation takes longer than a few steps.
 QUICK = {"train_steps": 4, "batch_size": 8, "max_seq_length": 32, "dupe_factor": 1,
-         "max_predictions_per_seq": 5, "heldout_dupe_factor": 1, "jit_compile": False}
+         "max_predictions_per_seq": 5, "heldout_dupe_factor": 1, "jit_compile": False,
+         "stdlib_documents": 40}
 
 FLAGS = flags.FLAGS
 
@@ -70,6 +79,9 @@ def define_flags():
   flags.DEFINE_string("corpus", DEFAULT_CORPUS,
                       "Corpus file(s), comma-separated (one sentence a line, blank lines between "
                       "documents). Default: the bundled sample corpus.")
+  flags.DEFINE_bool("stdlib_docstrings", True,
+                    "Add the Python standard library's docstrings to --corpus, each docstring "
+                    "with 3 sentences of prose or more a document (tools/docstring_corpus.py).")
   flags.DEFINE_string("config", DEFAULT_CONFIG, "The albert_config.json of the three models.")
   flags.DEFINE_string("spm_model_file", None,
                       "A SentencePiece model of the --config's vocabulary size. Default: one "
@@ -93,7 +105,8 @@ def define_flags():
                        "and the data order: the same for the three models.")
   flags.DEFINE_bool("quick", False, "A few steps on short sequences (a check that everything "
                     "runs, in under a minute): overrides --train_steps, --batch_size, "
-                    "--max_seq_length, --max_predictions_per_seq, --dupe_factor; no XLA.")
+                    "--max_seq_length, --max_predictions_per_seq, --dupe_factor; no XLA; 40 of "
+                    "the standard library's documents.")
 
 
 HELDOUT_DUPE_FACTOR = 10
@@ -170,6 +183,28 @@ def read_eval_results(path):
   return results
 
 
+def balance_records(path, out_path, seed):
+  """Writes the records of `path` with as many 0 as 1 sentence labels to `out_path`
+  (atomically): every record of the rarer label and a seeded sample of the other's, in file
+  order. Returns the labels written."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from albert_tf.data import tfrecords  # pylint: disable=import-outside-toplevel
+  labels = record_labels(path)
+  by_label = {0: [i for i, y in enumerate(labels) if y == 0],
+              1: [i for i, y in enumerate(labels) if y == 1]}
+  count = min(len(by_label[0]), len(by_label[1]))
+  if count == 0:
+    raise errors.UsageError(f"{path}: every held-out record has the same sentence label: give "
+                            "a larger corpus or more held-out documents (--heldout_fraction)")
+  rng = random.Random(seed)
+  kept = set(rng.sample(by_label[0], count)) | set(rng.sample(by_label[1], count))
+  with tfrecords.AtomicTFRecordWriter(out_path) as writer:
+    for i, record in enumerate(tf.data.TFRecordDataset(path).as_numpy_iterator()):
+      if i in kept:
+        writer.write(record)
+  return [labels[i] for i in sorted(kept)]
+
+
 def record_labels(path):
   """The sentence labels (next_sentence_labels, 0 or 1) of a TFRecord file of
   create_pretraining_data, in order."""
@@ -183,9 +218,13 @@ def settings_from_flags():
   values = {name: getattr(FLAGS, name) for name in
             ("train_steps", "batch_size", "max_seq_length", "max_predictions_per_seq",
              "dupe_factor")}
-  values.update(heldout_dupe_factor=HELDOUT_DUPE_FACTOR, jit_compile=True)
+  values.update(heldout_dupe_factor=HELDOUT_DUPE_FACTOR, jit_compile=True,
+                # 0: every document found.
+                stdlib_documents=0 if FLAGS.stdlib_docstrings else None)
   if FLAGS.quick:
     values.update(QUICK)
+    if not FLAGS.stdlib_docstrings:
+      values["stdlib_documents"] = None
   values["warmup_steps"] = (FLAGS.warmup_steps if FLAGS.warmup_steps is not None
                             else values["train_steps"] // 10)
   values.update(learning_rate=FLAGS.learning_rate, seed=FLAGS.seed,
@@ -287,6 +326,12 @@ def run_table(s, output_dir, start):
   documents = []
   for path in s["corpus"].split(","):
     documents += read_corpus_documents(path, "--corpus")
+  sources = {"corpus": len(documents)}
+  if s["stdlib_documents"] is not None:
+    stdlib = docstring_corpus.sample(docstring_corpus.documents(), s["stdlib_documents"],
+                                     s["seed"])
+    documents += stdlib
+    sources["stdlib_docstrings"] = len(stdlib)
   train_docs, heldout_docs = split_documents(documents, s["heldout_fraction"], s["seed"])
   data_dir = os.path.join(output_dir, "data")
   io.makedirs(data_dir)
@@ -294,8 +339,8 @@ def run_table(s, output_dir, start):
            "heldout": os.path.join(data_dir, "heldout.txt")}
   write_documents(train_docs, texts["train"])
   write_documents(heldout_docs, texts["heldout"])
-  log(f"split {len(documents)} documents: {len(train_docs)} to train on, "
-      f"{len(heldout_docs)} held out", start)
+  log(f"split {len(documents)} documents ({', '.join(f'{n} from {k}' for k, n in sources.items())})"
+      f": {len(train_docs)} to train on, {len(heldout_docs)} held out", start)
 
   spm_model_file = FLAGS.spm_model_file
   if spm_model_file is None:
@@ -311,9 +356,14 @@ def run_table(s, output_dir, start):
         make_records(texts[part], path, spm_model_file, s, kind == "nsp",
                      s["dupe_factor"] if part == "train" else s["heldout_dupe_factor"])
       records[part, kind] = path
-  labels = {kind: record_labels(records["heldout", kind]) for kind in ("sop", "nsp")}
+  labels = {}
+  for kind in ("sop", "nsp"):
+    balanced = os.path.join(data_dir, f"heldout_{kind}_balanced.tfrecord")
+    labels[kind] = (record_labels(balanced) if os.path.exists(balanced) else
+                    balance_records(records["heldout", kind], balanced, s["seed"]))
+    records["heldout", kind] = balanced
   log(f"records: vocabulary {spm_model_file}; held-out {len(labels['sop'])} sentence-order, "
-      f"{len(labels['nsp'])} next-sentence", start)
+      f"{len(labels['nsp'])} next-sentence (each half label 0, half label 1)", start)
 
   rows = []
   for objective in OBJECTIVES:
@@ -335,9 +385,10 @@ def run_table(s, output_dir, start):
     log(f"{objective}: evaluated on the held-out records", start)
   rows.append(chance_row(labels))
   return {"rows": rows, "settings": s, "spm_model_file": spm_model_file,
-          "documents": {"train": len(train_docs), "heldout": len(heldout_docs)},
+          "documents": {"train": len(train_docs), "heldout": len(heldout_docs),
+                        "sources": sources, "python": sys.version.split()[0]},
           "heldout_records": {kind: len(labels[kind]) for kind in labels},
-          "chance": "accuracy of always answering the majority label of the held-out records"}
+          "chance": "accuracy of always answering one label: the held-out records are balanced"}
 
 
 def check_flags():
