@@ -34,7 +34,7 @@ PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 # under. bfloat16 exports hold their weights in bfloat16 (LayerNorm's stay float32: see
 # layers.common.layer_norm): under mixed_bfloat16 every read of a float32 weight is a cast, and
 # ALBERT reads its shared block once per layer, so a request cast the same matrices 12 times
-# (228 Cast ops, a quarter of an 8-token request's time, measured on ALBERT-base). The values are
+# (a large share of a short request's time: docs/speed.md). The values are
 # the same either way: float32 -> bfloat16 rounds to nearest even, once at export or at each read.
 SERVING_POLICIES = {"float32": "float32", "bfloat16": "bfloat16"}
 

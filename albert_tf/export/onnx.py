@@ -133,8 +133,8 @@ def ort_optimize(proto, config):
   from onnxruntime.transformers.fusion_options import FusionOptions  # pylint: disable=import-outside-toplevel
   options = FusionOptions("bert")
   # Not SkipLayerNormalization (the residual Add folded into the LayerNorm): in ORT 1.31 it ran
-  # at about 270 us a node in the int8 graph, against 40 us for LayerNormalization plus the Add
-  # (ALBERT-base, 128 tokens, AMX Xeon: 25.8 ms a request with it, 19.7 ms without).
+  # several times slower a node in the int8 graph than LayerNormalization plus the Add
+  # (docs/speed.md, "ONNX export choices").
   options.enable_skip_layer_norm = False
   options.enable_bias_skip_layer_norm = False
   optimized = optimizer.optimize_model(proto, model_type="bert",
@@ -196,8 +196,8 @@ def activation_matmuls(proto):
 def check_fusions(quantize, optimize):
   """Raises errors.UsageError for ort_optimize with quantize=static (before a conversion that
   takes minutes): on ORT's fused graph the static quantizer leaves the weight MatMuls float,
-  dequantizing their int8 weights on every request (ALBERT-base at 128 tokens: 270 ms against
-  23 ms without the fusions), and its qoperator format fails on the fused ops."""
+  dequantizing their int8 weights on every request (an order of magnitude slower: docs/speed.md,
+  "ONNX export choices"), and its qoperator format fails on the fused ops."""
   if optimize and quantize == "static":
     raise errors.UsageError(
         "--ort_optimize with --quantize=static: ONNX Runtime's fused ops leave the static int8 "
@@ -268,9 +268,8 @@ def quantize_static(proto, calibration, quant_format="qdq", reduce_range=True, v
                          # output is uint8 by definition): ORT then runs each weight MatMul as
                          # one MatMulIntegerToFloat, where a quantized output cost a
                          # QuantizeLinear + DequantizeLinear per MatMul and kept ORT from fusing
-                         # the GELU that follows (ALBERT-base, 128 tokens, AMX Xeon: 31.6 ms ->
-                         # 23.3 ms, dynamic int8 24.5 ms), and the outputs lose no precision to
-                         # a second rounding.
+                         # the GELU that follows (docs/speed.md, "ONNX export choices"), and the
+                         # outputs lose no precision to a second rounding.
                          "OpTypesToExcludeOutputQuantization": list(STATIC_OP_TYPES)})
     return onnx.load(target)
 

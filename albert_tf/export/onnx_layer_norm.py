@@ -10,8 +10,8 @@ last axis, as ten elementwise and reduction nodes:
     scale = Mul(Reciprocal(Sqrt(Add(variance, epsilon))), gamma)
     y = Add(Mul(centered, scale), beta)
 
-each one a pass over [B, T, H] in ONNX Runtime (25 LayerNorms a request for ALBERT-base: about
-4 ms of a 20 ms int8 request at 128 tokens on an AMX Xeon). As one node ORT runs a single fused
+each one a pass over [B, T, H] in ONNX Runtime (25 LayerNorms a request for ALBERT-base: a
+fifth of an int8 request's time, docs/speed.md). As one node ORT runs a single fused
 kernel, and at load also folds the residual Add before it in (SkipLayerNormalization), which it
 cannot do on the ten nodes, whose GlobalAveragePool it does not recognise as a mean.
 
