@@ -56,6 +56,7 @@ def runs(tmp_path_factory):
   return outs
 
 
+@pytest.mark.slow
 def test_the_encoder_trains_with_the_given_dropout(runs):
   config, zero, dropout = (_weights(runs[k]) for k in ("config", "zero", "dropout"))
   assert len(config) > 20 and set(config) == set(zero) == set(dropout)
@@ -67,6 +68,7 @@ def test_the_encoder_trains_with_the_given_dropout(runs):
   assert any("encoder" in n or "transformer" in n for n in changed), changed
 
 
+@pytest.mark.slow
 def test_output_dir_keeps_the_dropout_and_the_given_config_is_unchanged(runs):
   with open(runs["dropout"] / "albert_config.json") as f:
     kept = json.load(f)
@@ -78,6 +80,7 @@ def test_output_dir_keeps_the_dropout_and_the_given_config_is_unchanged(runs):
       k: v for k, v in given.items() if "dropout" not in k}
 
 
+@pytest.mark.slow
 def test_a_resume_must_give_the_same_dropout(runs):
   out = runs["dropout"]
   with pytest.raises(errors.ResumeMismatchError,

@@ -51,6 +51,7 @@ def test_checkpoint_slot_names_are_the_tables(name):
   assert layout.is_model_weight_name("bert/pooler/dense/kernel")
 
 
+@pytest.mark.slow
 def test_every_binary_offers_the_tables_optimizers():
   code = ("import importlib, json, sys\nfrom absl import flags\nout = {}\n"
           "for m in sys.argv[1:]:\n"
