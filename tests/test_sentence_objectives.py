@@ -69,7 +69,7 @@ def test_no_heldout_document_in_the_training_records(tmp_path, kind):
   train, heldout = sentence_objectives.split_documents(documents, 0.3, seed=3)
   assert len(heldout) == 3
   text = str(tmp_path / "train.txt")
-  sentence_objectives.write_documents(train, text)
+  sentence_objectives.write_corpus_documents(train, text)
   settings = {"seed": 3, "max_seq_length": 32, "max_predictions_per_seq": 5}
   records = str(tmp_path / f"train_{kind}.tfrecord")
   sentence_objectives.make_records(text, records, SPM_MODEL, settings, kind == "nsp",

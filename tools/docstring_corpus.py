@@ -104,12 +104,6 @@ def sample(found, max_documents, seed):
   return [found[i] for i in chosen]
 
 
-def write_corpus(docs, path):
-  """Writes documents as create_pretraining_data reads them, atomically."""
-  from albert_tf.core import io  # pylint: disable=import-outside-toplevel
-  io.write_text_atomically(path, "\n\n".join("\n".join(d) for d in docs) + "\n")
-
-
 def main(argv):
   from albert_tf.core import errors  # pylint: disable=import-outside-toplevel
   if len(argv) > 1:
@@ -123,7 +117,9 @@ def main(argv):
   if not docs:
     raise errors.UsageError(f"--stdlib_dir={root}: no docstring has "
                             f"{flags.FLAGS.min_sentences} sentences of prose")
-  write_corpus(docs, flags.FLAGS.output_file)
+  # pylint: disable-next=import-outside-toplevel
+  from albert_tf.data.corpus import write_corpus_documents
+  write_corpus_documents(docs, flags.FLAGS.output_file)
   print(f"wrote {flags.FLAGS.output_file}: {len(docs)} documents "
         f"({sum(len(d) for d in docs)} sentences) of {len(found)} found in {root} "
         f"(Python {sys.version.split()[0]})")

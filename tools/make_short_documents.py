@@ -27,7 +27,7 @@ if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
 from albert_tf.core import cli, errors, io  # noqa: E402  no TensorFlow
-from albert_tf.data.corpus import read_corpus_documents  # noqa: E402
+from albert_tf.data.corpus import read_corpus_documents, write_corpus_documents  # noqa: E402
 
 DEFAULT_INPUT = os.path.join(REPO_ROOT, "data", "sample", "corpus.txt")
 
@@ -68,11 +68,6 @@ def cut_documents(documents, min_sentences, max_sentences, seed):
   return pieces
 
 
-def write_documents(documents, output):
-  """Writes `documents` (lists of sentences) to `output`, a blank line between, atomically."""
-  io.write_text_atomically(output, "\n\n".join("\n".join(d) for d in documents) + "\n")
-
-
 def check_flags():
   """Raises errors.UsageError or FileNotFoundError, naming the flag and the fix, before anything
   is read or written."""
@@ -95,7 +90,7 @@ def main(argv):
   documents = read_corpus_documents(FLAGS.input, "--input")
   pieces = cut_documents(documents, FLAGS.min_sentences, FLAGS.max_sentences, FLAGS.seed)
   io.makedirs(os.path.dirname(FLAGS.output))
-  write_documents(pieces, FLAGS.output)
+  write_corpus_documents(pieces, FLAGS.output)
   sentences = sum(map(len, pieces))
   print(f"wrote {len(pieces)} documents ({sentences} sentences, {sentences / len(pieces):.1f} "
         f"a document) from {len(documents)} to {FLAGS.output}")

@@ -40,7 +40,7 @@ import time
 from absl import flags
 
 from albert_tf.core import cli, errors, io
-from albert_tf.data.corpus import read_corpus_documents
+from albert_tf.data.corpus import read_corpus_documents, write_corpus_documents
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import docstring_corpus  # pylint: disable=wrong-import-position
@@ -142,11 +142,6 @@ def split_documents(documents, heldout_fraction, seed):
   heldout = set(order[:count])
   return ([d for i, d in enumerate(documents) if i not in heldout],
           [d for i, d in enumerate(documents) if i in heldout])
-
-
-def write_documents(documents, path):
-  """Writes documents (lists of lines) as a corpus file, atomically."""
-  io.write_text_atomically(path, "\n\n".join("\n".join(d) for d in documents) + "\n")
 
 
 def format_table(rows):
@@ -337,8 +332,8 @@ def run_table(s, output_dir, start):
   io.makedirs(data_dir)
   texts = {"train": os.path.join(data_dir, "train.txt"),
            "heldout": os.path.join(data_dir, "heldout.txt")}
-  write_documents(train_docs, texts["train"])
-  write_documents(heldout_docs, texts["heldout"])
+  write_corpus_documents(train_docs, texts["train"])
+  write_corpus_documents(heldout_docs, texts["heldout"])
   log(f"split {len(documents)} documents ({', '.join(f'{n} from {k}' for k, n in sources.items())})"
       f": {len(train_docs)} to train on, {len(heldout_docs)} held out", start)
 

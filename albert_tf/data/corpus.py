@@ -191,3 +191,9 @@ def read_corpus_documents(path, flag):
   if not documents:
     raise errors.DataFormatError(f"{flag}: no documents in {path}: give a corpus with text")
   return documents
+
+
+def write_corpus_documents(documents, path):
+  """Writes documents (lists of lines) as read_corpus_documents reads them, a line a sentence
+  and a blank line between documents, atomically."""
+  files.write_text_atomically(path, "\n\n".join("\n".join(d) for d in documents) + "\n")
