@@ -2,13 +2,14 @@
 
 The model names are imported on first use, so that the data tools (tokenization,
 create_pretraining_data) run without loading TensorFlow; they are imported with Keras, so that
-keras.models.load_model reads our `.keras` files after `import albert_tf` (registry.register_with_keras);
-both come from one table, albert_tf.registry. Importing albert_tf changes nothing else either
-(the environment included), but for keeping TensorFlow's start-up notices (its INFO lines, and
-the cuInit error of a machine without an NVIDIA driver) out of stderr while TensorFlow is
-imported, as the binaries do (albert_tf.core.startup.quiet_tensorflow_import): a script that
-follows the docs prints its own output only. TF_CPP_MIN_LOG_LEVEL=0 shows them. The modules
-0.3.0 moved import under their old names, with a DeprecationWarning (albert_tf.core.deprecation).
+keras.models.load_model reads our `.keras` files after `import albert_tf`
+(registry.register_with_keras); both come from one table, albert_tf.registry. Importing albert_tf
+changes nothing else either (the environment included), but for keeping TensorFlow's start-up
+notices (its INFO lines, and the cuInit error of a machine without an NVIDIA driver) out of stderr
+while TensorFlow is imported, as the binaries do (albert_tf.core.startup.quiet_tensorflow_import): a
+script that follows the docs prints its own output only. TF_CPP_MIN_LOG_LEVEL=0 shows them. The
+modules 0.3.0 moved import under their old names, with a DeprecationWarning
+(albert_tf.core.deprecation).
 """
 
 from albert_tf import registry as _registry

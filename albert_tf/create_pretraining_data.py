@@ -138,7 +138,7 @@ def main(argv):
     # Before anything is read: without the beam extra, one line naming it.
     errors.require_installed("apache_beam", "beam",
                             "create_pretraining_data --beam_pipeline_options")
-    from albert_tf.data import beam_runner  # pylint: disable=import-outside-toplevel
+    from albert_tf.data import beam_runner
     with beam_runner.quiet_beam():  # Beam's import and its local workers print notices
       _generate(settings)
   else:
@@ -153,7 +153,7 @@ def _generate(settings):
   """
   isdir, match_remote = files.isdir, None
   if FLAGS.beam_pipeline_options:
-    from albert_tf.data import beam_generation  # pylint: disable=import-outside-toplevel
+    from albert_tf.data import beam_generation
     isdir, match_remote = beam_generation.is_local_dir, beam_generation.match_pattern
   try:
     check_settings(settings)
@@ -193,7 +193,8 @@ def written_stats(stats, settings):
 
 
 def run():
-  """The entry point (`python -m albert_tf.create_pretraining_data`, `albert-create-pretraining-data`)."""
+  """The entry point (`python -m albert_tf.create_pretraining_data`,
+  `albert-create-pretraining-data`)."""
   cli.run(main, required_flags=("input_file", "output_file"))
 
 

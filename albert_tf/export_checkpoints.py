@@ -55,8 +55,8 @@ flags.DEFINE_enum("head", "auto", ["auto", "none", "pretraining", "classifier", 
                                    "squad_v1", "squad_v2", "token_classifier"],
                   "With --format=hf, the head to write: auto (the checkpoint's), none (the "
                   "encoder alone, AlbertModel), pretraining, classifier, multiple_choice (RACE), "
-                  "squad_v1, token_classifier (run_ner). A head transformers has no class for (squad_v2) or that the "
-                  "checkpoint lacks is refused.")
+                  "squad_v1, token_classifier (run_ner). A head transformers has no class for "
+                  "(squad_v2) or that the checkpoint lacks is refused.")
 
 
 def main(argv):
@@ -76,12 +76,10 @@ def main(argv):
       raise app.UsageError("give --albert_directory, or --init_checkpoint (and "
                            "--albert_config_file unless the checkpoint has its config)")
     config_file, checkpoint = FLAGS.albert_config_file, FLAGS.init_checkpoint
-  # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import open_checkpoint
   from albert_tf.export.hf import export_hf_layout
   from albert_tf.export.released import export_released_layout
   from albert_tf.training import memory
-  # pylint: enable=import-outside-toplevel
   # Opened once: the config, the tokenizer and the weights below are asked of it.
   checkpoint = open_checkpoint(checkpoint)
   # The config file, checked against the checkpoint's own config (an HF directory's config.json,

@@ -59,7 +59,6 @@ flags.DEFINE_enum("quant_format", "qdq", ["qdq", "qoperator"],
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
-  # pylint: disable-next=import-outside-toplevel
   # Before any work: a conversion takes minutes.
   check_output_file(FLAGS.output_file, FLAGS.overwrite, "--output_file")
   check_calibration_flags()
@@ -98,7 +97,7 @@ def calibration_from_flags(config):
     errors.UsageError: --calibration_data missing for --quantize=static, or naming no file.
     errors.DataFormatError: a file read_calibration_examples refuses.
   """
-  from albert_tf.export.calibration import read_calibration_examples  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.calibration import read_calibration_examples
   if FLAGS.quantize != "static":
     return None
   return read_calibration_examples(FLAGS.calibration_data, config, FLAGS.max_seq_length,

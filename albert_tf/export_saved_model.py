@@ -43,7 +43,6 @@ common_flags.define_serving_precision_flag()
 def main(argv):
   del argv
   quiet_tensorflow_startup()  # before anything imports TensorFlow
-  # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import open_checkpoint
   from albert_tf.core.config import check_max_seq_length
   from albert_tf.core.errors import AlbertError
@@ -52,7 +51,6 @@ def main(argv):
   from albert_tf.models import AlbertPretrainer
   from albert_tf.training import memory
   from albert_tf.training.precision import serving_model
-  # pylint: enable=import-outside-toplevel
   checkpoint = open_checkpoint(FLAGS.init_checkpoint)  # every question below is asked of it
   try:
     config, config_file = checkpoint.config(FLAGS.albert_config_file)

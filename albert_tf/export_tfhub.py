@@ -51,7 +51,7 @@ flags.DEFINE_alias("bert_config_file", "albert_config_file")
 def opened_checkpoint():
   """--init_checkpoint, opened once (checkpoints.open_checkpoint), or None: the tokenizer, the
   config and the weights below are asked of it."""
-  from albert_tf.checkpoints import open_checkpoint  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import open_checkpoint
   return open_checkpoint(FLAGS.init_checkpoint)
 
 
@@ -68,10 +68,8 @@ def tokenizer_settings():
 
 
 def export_preprocessing(tokenizer):
-  # pylint: disable=import-outside-toplevel
   from albert_tf.export.tfhub import save_hub_model
   from albert_tf.export.tfhub_preprocessing import HubPreprocessor
-  # pylint: enable=import-outside-toplevel
   check_default_seq_length()
   root = HubPreprocessor(tokenizer, FLAGS.default_seq_length)
   return save_hub_model(root, FLAGS.export_path, flag="--export_path")
@@ -80,7 +78,7 @@ def export_preprocessing(tokenizer):
 def encoder_config():
   """(config, where it came from) of the encoder a preprocessing export feeds: the config of
   --albert_config_file or --init_checkpoint (and its file), else the released models'."""
-  from albert_tf.checkpoints import model_config  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import model_config
   if FLAGS.albert_config_file or FLAGS.init_checkpoint:
     try:
       return model_config(FLAGS.albert_config_file, opened_checkpoint())
@@ -102,12 +100,10 @@ def check_default_seq_length():
 
 
 def export_encoder(tokenizer):
-  # pylint: disable=import-outside-toplevel
   from albert_tf.checkpoints import load_checkpoint, model_config
   from albert_tf.export.tfhub import HubEncoder, check_mlm_head, save_hub_model
   from albert_tf.models import AlbertModel, AlbertPretrainer
   from albert_tf.training import memory
-  # pylint: enable=import-outside-toplevel
   config, config_file = model_config(FLAGS.albert_config_file, opened_checkpoint())
   # Before the model is built: one that cannot fit is refused, not killed by the OOM killer.
   memory.check_model_build(config, "exporting the TF Hub encoder",

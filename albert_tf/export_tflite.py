@@ -29,7 +29,7 @@ def main(argv):
   quiet_tensorflow_startup()  # before anything imports TensorFlow
   # Before any work: a conversion takes minutes.
   check_output_file(FLAGS.output_file, FLAGS.overwrite, "--output_file")
-  from albert_tf.export.tflite import export_tflite  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.tflite import export_tflite
   model = portable_flags.model_from_flags()
   size = export_tflite(model, FLAGS.output_file, FLAGS.max_seq_length, FLAGS.quantize,
                        overwrite=FLAGS.overwrite)

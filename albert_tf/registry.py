@@ -86,7 +86,7 @@ def keras_classes():
   return {**models_, **layers}
 
 
-# Every class we register, layers included (tests/test_keras_native.py checks it).
+# Every class we register, layers included (tests/checkpoints/test_keras_native.py checks it).
 REGISTERED = tuple(sorted(keras_classes()))
 
 

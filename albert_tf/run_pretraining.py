@@ -20,7 +20,8 @@ flags.DEFINE_string("albert_config_file", None,
                     "The config json file corresponding to the pre-trained ALBERT model. This "
                     "specifies the model architecture. Default: the config.json of a Hugging "
                     "Face --init_checkpoint directory.")
-flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
+flags.DEFINE_string("input_file", None,
+                    "Input TF example files (can be a glob or comma separated).")
 flags.DEFINE_string("output_dir", None,
                     "The output directory where the model checkpoints will be written.")
 flags.DEFINE_string("init_checkpoint", None,
@@ -83,7 +84,6 @@ def main(argv):
       "input_file", job_settings.input_file,
       "give TFRecord files of create_pretraining_data (files or globs, comma-separated)")
   with common_flags.running_job():
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.training.pretraining import PretrainingJob
     PretrainingJob(job_settings).run()
 

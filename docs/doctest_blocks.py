@@ -1,6 +1,6 @@
 """A griffe extension for the API reference (mkdocs.yml): the docstrings' doctests, written after
 an `Example:` line at the docstring's own indentation (so that `python -m doctest` and
-tests/test_doctests.py read them), are shown as code, not as Markdown text (where `x[:2]`
+tests/repo/test_doctests.py read them), are shown as code, not as Markdown text (where `x[:2]`
 followed by `['a', 'b']` would read as a link reference)."""
 
 import re

@@ -71,7 +71,7 @@ def load_baseline(git_dir):
                      ("evaluate", "baseline/cmrc2018_evaluate.py")):
     module = types.ModuleType(name)
     source = compile(git_show(git_dir, path), path, "exec")
-    exec(source, module.__dict__)  # pylint: disable=exec-used
+    exec(source, module.__dict__)
     sys.modules[name] = modules[name] = module
   return modules
 
@@ -153,7 +153,7 @@ def tricky_predictions(dev):
 
 
 def evaluation(baseline, dev, predictions):
-  import nltk  # pylint: disable=import-outside-toplevel
+  import nltk
   evaluate = baseline["evaluate"]
   plain = nltk.word_tokenize
   evaluate.nltk = types.SimpleNamespace(

@@ -83,10 +83,10 @@ def once_per_session(tmp_path_factory, name, make):
 
 
 def _shared_fixtures(item):
-  """Names of the non-function-scoped fixtures defined in tests/ that `item` uses, directly or
+  """Names of the non-function-scoped fixtures defined under tests/ that `item` uses, directly or
   through another fixture: its conftest.py ones by name, a test file's by file and name."""
   names = set()
-  for name, definitions in item._fixtureinfo.name2fixturedefs.items():  # pylint: disable=protected-access
+  for name, definitions in item._fixtureinfo.name2fixturedefs.items():
     for definition in definitions:
       if definition.scope == "function":
         continue
@@ -96,7 +96,7 @@ def _shared_fixtures(item):
         continue
       if source == __file__ and name in CHEAP_TO_WAIT_FOR:
         continue
-      if source and os.path.dirname(os.path.abspath(source)) == TESTS:
+      if source and os.path.abspath(source).startswith(TESTS + os.sep):
         names.add(name if source == __file__ else f"{os.path.basename(source)}::{name}")
   return names
 
@@ -136,8 +136,8 @@ def wheel(tmp_path_factory):
 def installed_bin(wheel, tmp_path_factory):
   """bin/ of a venv holding the wheel over the running interpreter's packages (the extras the
   docs' commands need: tests/installed_package.py), made once."""
-  return once_per_session(tmp_path_factory, "installed", lambda d: installed_package.install_in_venv(
-      wheel, d / "venv"))
+  return once_per_session(tmp_path_factory, "installed",
+                          lambda d: installed_package.install_in_venv(wheel, d / "venv"))
 
 
 @pytest.fixture(scope="session")
@@ -151,9 +151,9 @@ def plain_installed_bin(wheel, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def quickstart(plain_installed_bin, tmp_path_factory):
-  """tools/quickstart.sh as the README runs it (its default STEPS), once, from the wheel in a
-  plain venv: Run(result, out=its WORK directory). Its model, spm.model and records are there
-  for any test that needs a trained quick start (tests/test_readme_commands.py copies them)."""
+  """tools/quickstart.sh as the README runs it (its default STEPS), once, from the wheel in a plain
+  venv: Run(result, out=its WORK directory). Its model, spm.model and records are there for any test
+  that needs a trained quick start (tests/end_to_end/test_readme_commands.py copies them)."""
   def make(directory):
     work = directory / "work"
     result = subprocess.run(["bash", os.path.join(REPO_ROOT, "tools", "quickstart.sh")],
@@ -169,8 +169,8 @@ def own_data_run(quickstart, plain_installed_bin, tmp_path_factory):
   """block -> Run of that bash block (an own-data block of docs/fine-tuning.md) as pasted, each
   block once: in a directory laid out as a clone after the quick start (a link to each of this
   checkout's files and folders but work/, and work/quickstart the `quickstart` fixture's), in the
-  plain venv. Run.out is that directory. tests/test_own_data_samples.py checks what the blocks
-  learn, tests/test_readme_commands.py that they run."""
+  plain venv. Run.out is that directory. tests/end_to_end/test_own_data_samples.py checks what the
+  blocks learn, tests/end_to_end/test_readme_commands.py that they run."""
   runs = {}
 
   def make(block, directory):

@@ -1,5 +1,6 @@
 """Shared test helpers: fixture paths and an independent TF1-checkpoint writer."""
 
+import io as pyio
 import json
 import os
 import socket
@@ -7,11 +8,12 @@ import subprocess
 import sys
 
 import numpy as np
+import sentencepiece as spm
 import tensorflow as tf
 
-TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
+from repo_paths import REPO_ROOT, TESTDATA
+
 ORIGINAL_MODEL = os.path.join(TESTDATA, "original_model")
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # What TensorFlow 2.21 prints on start-up on a CPU machine, none of it a problem: the binaries
 # hide it (albert_tf.core.startup.quiet_tensorflow_startup).
@@ -91,3 +93,19 @@ def run_workers(module, flags, count=2, timeout=600):
   for p, (_, err) in zip(procs, outputs):
     assert p.returncode == 0, err[-3000:]
   return [err for _, err in outputs]
+
+
+def other_spm_model(path):
+  """A SentencePiece model, saved at `path`, other than the fixture's (trained on the NER
+  fixture's words): the same ALBERT control pieces, other ids for the words."""
+  with open(os.path.join(TESTDATA, "ner", "train.txt"), encoding="utf-8") as f:
+    words = [line.split()[0] for line in f if line.strip() and not line.startswith("-DOCSTART-")]
+  model = pyio.BytesIO()
+  spm.SentencePieceTrainer.train(
+      sentence_iterator=iter(" ".join(words[i:i + 20]) for i in range(0, len(words), 20)),
+      model_writer=model, vocab_size=300, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+      control_symbols="[CLS],[SEP],[MASK]", minloglevel=2)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "wb") as f:
+    f.write(model.getvalue())
+  return str(path)

@@ -88,7 +88,8 @@ def forward(w, cfg, input_ids, input_mask, segment_ids, masked_lm_positions=None
                    w["cls/predictions/transform/LayerNorm/beta"])
     logits = y @ w["bert/embeddings/word_embeddings"].T + w["cls/predictions/output_bias"]
     out["masked_lm_log_probs"] = log_softmax(logits)
-    sop = pooled @ w["cls/seq_relationship/output_weights"].T + w["cls/seq_relationship/output_bias"]
+    sop = (pooled @ w["cls/seq_relationship/output_weights"].T
+           + w["cls/seq_relationship/output_bias"])
     out["sentence_order_log_probs"] = log_softmax(sop)
   return out
 

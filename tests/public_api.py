@@ -1,4 +1,4 @@
-"""The public API as it stands: what tests/test_public_api.py holds against the stored list.
+"""The public API as it stands: what tests/repo/test_public_api.py holds against the stored list.
 
 The public surface is the names `import albert_tf` gives and the documented modules (those
 named in docs/api.md and imported by the docs' code blocks): each one's public names, with the
@@ -20,7 +20,7 @@ import sys
 
 STORED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "public_api.json")
 
-# The documented modules. tests/test_public_api.py checks that the docs name no other.
+# The documented modules. tests/repo/test_public_api.py checks that the docs name no other.
 MODULES = (
     "albert_tf",
     "albert_tf.checkpoints",

@@ -1,8 +1,8 @@
 """Writes tests/testdata/ner/seqeval_reference.json: what seqeval 1.2.2 (the reference the NER
-entity metric follows; albert_tf never imports it) returns on the cases tests/test_ner_data.py
-checks albert_tf.tasks.ner.metrics against. The suite reads the file instead of importing
-seqeval, whose scikit-learn dependency Keras would then import in every TensorFlow process the
-suite starts (1.4-2 s each on a 2-thread AVX2 EPYC, docs/speed.md#start-up).
+entity metric follows; albert_tf never imports it) returns on the cases
+tests/tasks/ner/test_ner_data.py checks albert_tf.tasks.ner.metrics against. The suite reads the
+file instead of importing seqeval, whose scikit-learn dependency Keras would then import in every
+TensorFlow process the suite starts (1.4-2 s each on a 2-thread AVX2 EPYC, docs/speed.md#start-up).
 
   entities   2,000 random tag sequences (0-9 tags of IOB1, IOB2 and IOBES over PER and LOC, and
              a stray I-MISC) and seqeval's get_entities of each: [type, first, last].

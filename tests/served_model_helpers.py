@@ -24,7 +24,7 @@ def latest_version_dir(model_base_path):
 
 def load_served_model(model_base_path):
   """Loads the latest version as TF Serving would (tensorflow_text registers its ops)."""
-  import tensorflow_text  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+  import tensorflow_text  # noqa: F401 -- registers the text ops a SavedModel needs
   return tf.saved_model.load(latest_version_dir(model_base_path))
 
 

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_hub as hub
-import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (registers the text ops)
+import tensorflow_text  # noqa: F401 -- registers the text ops a SavedModel needs
 import keras
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")

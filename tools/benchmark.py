@@ -17,8 +17,8 @@ reports, at the precision --mixed_precision computes in; else, on a CPU, the GEM
 under mixed_bfloat16 or float16 under mixed_float16, "GEMM probe: 1024^3 float32 matmul,
 measured"): mfu there is against what TensorFlow's matmul reaches on this CPU, not a datasheet
 figure. With no peak (--nogemm_probe on a CPU, a device missing from PEAKS) mfu is null and
-mfu_note says why. On a CPU, `cpu` names it and its matrix units (albert_tf.core.hardware.describe():
-"AMD EPYC (2 threads): avx2; no AMX, no bf16 units, no VNNI").
+mfu_note says why. On a CPU, `cpu` names it and its matrix units
+(albert_tf.core.hardware.describe(): "AMD EPYC (2 threads): avx2; no AMX, no bf16 units, no VNNI").
 
 `--mode=train` times what run_pretraining runs: the pretraining Runner's train_steps (one
 device, as --strategy=one_device), --iterations_per_loop updates per call, on one synthetic batch
@@ -40,11 +40,11 @@ lines, then a compare line: packed_speedup (packed real tokens/s over unpacked) 
 memory_saving (1 - peak RSS with recompute / without) and step_time_ratio, against the goals
 in TARGETS (`target`, `meets_target`).
 
-The defaults are run_pretraining's: --jit_compile off, and with it on,
---jit_compile_fast_path compiles without XLA where XLA is the slower path (mixed_bfloat16 on CPUs with
-bf16 units only: XLA's CPU backend does not reach oneDNN's bf16 kernels; albert_tf/training/fast_path.py,
-logged); the forward is compiled by the same rule. Lines report jit_compile_requested (the
-flag) and jit_compile (what the step was compiled with). As the training binaries, forward and
+The defaults are run_pretraining's: --jit_compile off, and with it on, --jit_compile_fast_path
+compiles without XLA where XLA is the slower path (mixed_bfloat16 on CPUs with bf16 units only:
+XLA's CPU backend does not reach oneDNN's bf16 kernels; albert_tf/training/fast_path.py, logged);
+the forward is compiled by the same rule. Lines report jit_compile_requested (the flag) and
+jit_compile (what the step was compiled with). As the training binaries, forward and
 train run TensorFlow's CPU kernels in oneDNN on AVX2 CPUs where TensorFlow's default would not
 (albert_tf.core.onednn; TF_ENABLE_ONEDNN_OPTS=0 keeps Eigen); lines report `onednn`, and the
 serving children run with TensorFlow's default.
@@ -88,7 +88,6 @@ The functions here are also tools/device_check.py's. Importing this module defin
 loads neither TensorFlow nor albert_tf: the serving child must run without albert_tf, and the
 FLOP count and peak table need neither, so TensorFlow and albert_tf are imported where used.
 """
-# pylint: disable=import-outside-toplevel
 
 import collections
 import functools
@@ -235,8 +234,8 @@ def define_flags():
                     "Compile the step with XLA (default: the binaries' --jit_compile default).")
   flags.DEFINE_bool("jit_compile_fast_path", TrainSettings.jit_compile_fast_path,
                     "As the binaries' flag: with --jit_compile, compile without XLA where it is "
-                    "the slower path (mixed_bfloat16 on CPUs only, with bf16 units; albert_tf/training/"
-                    "fast_path.py). Lines report jit_compile_requested and jit_compile.")
+                    "the slower path (mixed_bfloat16 on CPUs only, with bf16 units; albert_tf/"
+                    "training/fast_path.py). Lines report jit_compile_requested and jit_compile.")
   flags.DEFINE_bool("gemm_probe", True,
                     "On a CPU (no GPU/TPU) without --peak_tflops: time a square matmul at the "
                     "step's precision and take its TFLOP/s as the peak of mfu.")
@@ -604,7 +603,7 @@ def _top_ops(profile_dir, count):
     from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
     data, ok = _pywrap_profiler_plugin.xspace_to_tools_data(traces, "framework_op_stats", {})
     table = json.loads(data)[0] if ok else None
-  except Exception:  # pylint: disable=broad-except
+  except Exception:  # noqa: BLE001 -- a profile is optional: none when TensorFlow cannot give it
     return None
   if not table:
     return None
@@ -1111,7 +1110,7 @@ def _run_child(function, plan, directory, what):
     json.dump(plan, f)
   code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
           f"import benchmark; benchmark.{function}({plan_file!r})")
-  from albert_tf.core import onednn  # pylint: disable=import-outside-toplevel
+  from albert_tf.core import onednn
   # The child's stderr (TensorFlow's start-up notices) is shown only if it fails.
   sys.stdout.flush()
   lines = []
@@ -1160,7 +1159,7 @@ def portable_child(plan_file):
                                             dtype=np.int32),
                   "input_mask": np.ones((batch, n), np.int32),
                   "segment_ids": np.zeros((batch, n), np.int32)}
-      line, _ = _timed_line(lambda: run(features), plan["warmup"],
+      line, _ = _timed_line(lambda: run(features), plan["warmup"],  # noqa: B023 -- timed within this iteration
                             _request_count(plan["requests"], batch), batch,
                             runtime=plan["runtime"], signature="tokens", tokens=n,
                             batch_size=batch)
@@ -1179,7 +1178,7 @@ def serving_child(plan_file):
   (tokens, batch size, signature): p50_ms, p99_ms, examples_per_second, and for the text
   signature text_tokens, the length the served tokenizer gave the text."""
   import tensorflow as tf
-  import tensorflow_text  # noqa: F401  pylint: disable=unused-import
+  import tensorflow_text  # noqa: F401 -- registers the text ops a SavedModel needs
   if "albert_tf" in sys.modules:
     raise RuntimeError("albert_tf was imported into the serving measurement's process; it must "
                        "load the SavedModel alone, as TF Serving does")
@@ -1199,7 +1198,7 @@ def serving_child(plan_file):
       }
       for label, (signature, inputs) in requests.items():
         fn = served.signatures[signature]
-        line, outputs = _timed_line(lambda: fn(**inputs), plan["warmup"],  # pylint: disable=cell-var-from-loop
+        line, outputs = _timed_line(lambda: fn(**inputs), plan["warmup"],  # noqa: B023 -- timed within this iteration
                                     _request_count(plan["requests"], batch), batch,
                                     runtime="saved_model", signature=label, tokens=n,
                                     batch_size=batch)

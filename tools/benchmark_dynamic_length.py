@@ -19,16 +19,16 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
+from absl import flags
+import numpy as np
 
 # TensorFlow and what imports it are imported in main(), after the flags are checked.
-import albert_tf  # noqa: E402
-from albert_tf.core import cli, errors  # noqa: E402
-from albert_tf.tasks.classifier import features as classifier_data  # noqa: E402
-from albert_tf.tasks.classifier import data as glue  # noqa: E402
-from albert_tf.tokenization import FullTokenizer  # noqa: E402
-from albert_tf.core.settings import TrainSettings  # noqa: E402
+import albert_tf
+from albert_tf.core import cli, errors
+from albert_tf.tasks.classifier import features as classifier_data
+from albert_tf.tasks.classifier import data as glue
+from albert_tf.tokenization import FullTokenizer
+from albert_tf.core.settings import TrainSettings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "testdata")
@@ -88,8 +88,8 @@ def checked_config():
 
 
 def time_eval(model, path, dynamic):
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from albert_tf.finetuning.inputs import (  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
+  from albert_tf.finetuning.inputs import (
       classifier_features, feature_dataset, in_file_order)
   forward = tf.function(lambda b: model(b)["logits"], reduce_retracing=True)
   batches = list(feature_dataset(path, classifier_features(FLAGS.max_seq_length), FLAGS.batch_size,
@@ -104,7 +104,6 @@ def time_eval(model, path, dynamic):
 
 
 def time_train(config, path, dynamic):
-  # pylint: disable=import-outside-toplevel
   import tensorflow as tf
   from albert_tf.finetuning.inputs import classifier_features, feature_dataset
   from albert_tf.finetuning.objectives import ClassificationObjective
@@ -131,9 +130,9 @@ def main(argv):
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments {argv[1:]}: every setting is a --flag")
   config = checked_config()
-  from albert_tf.core.startup import quiet_tensorflow_startup  # pylint: disable=import-outside-toplevel
+  from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()  # before TensorFlow's first import
-  from albert_tf.finetuning.inputs import (  # pylint: disable=import-outside-toplevel
+  from albert_tf.finetuning.inputs import (
       classifier_features, feature_dataset)
   with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "features.tf_record")

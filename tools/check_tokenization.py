@@ -28,10 +28,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import flags  # noqa: E402  pylint: disable=wrong-import-position
+from absl import flags
 
-from albert_tf.core import cli, errors, io  # noqa: E402  pylint: disable=wrong-import-position
-from albert_tf.data.corpus import corpus_lines  # noqa: E402  pylint: disable=wrong-import-position
+from albert_tf.core import cli, errors, io
+from albert_tf.data.corpus import corpus_lines
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None,
@@ -157,10 +157,10 @@ class Checker:
   """Both tokenizers on batches of lines; counts per file and the first differing lines."""
 
   def __init__(self, spm_model_file, do_lower_case, max_examples):
-    from albert_tf.tokenization import FullTokenizer  # pylint: disable=import-outside-toplevel
+    from albert_tf.tokenization import FullTokenizer
     try:
       self.full = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:  # noqa: BLE001 -- re-raised naming the flag
       # SentencePiece's own message does not say which flag to fix.
       raise BadInput(f"--spm_model_file: could not load {spm_model_file} as a SentencePiece "
                      f"model ({type(e).__name__}: {str(e).strip()[:300]}); pass the .model file "
@@ -175,7 +175,7 @@ class Checker:
     self.examples = []
     self.per_file = {}
 
-  def _load_graph(self):  # pylint: disable=import-outside-toplevel
+  def _load_graph(self):
     """TensorFlow on the first batch only: mistakes in the flags or the files' first lines are
     reported without its start-up (seconds)."""
     from albert_tf.core.startup import quiet_tensorflow_startup

@@ -379,7 +379,7 @@ def _record(measurements, keys, measure):
   """measurements[key] = measure()[key] for each key, or {"error": ...} for all when it fails."""
   try:
     values = measure()
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:  # noqa: BLE001 -- recorded: see below
     # A measurement that failed fails its bars; the others still run.
     values = {key: {"error": " ".join(str(e).split())} for key in keys}
   measurements.update(values)

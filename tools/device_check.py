@@ -315,7 +315,7 @@ def run_sweep(shapes, measure, budget_s, clock=time.monotonic, log=print):
         began = clock()
         try:
           point.update(measure(seq_length, batch_size, packed), status="ok")
-        except Exception as e:  # pylint: disable=broad-except
+        except Exception as e:  # noqa: BLE001 -- recorded in the point: see below
           oom = is_out_of_memory(e)
           point.update(status="out_of_memory" if oom else "failed",
                        reason=f"{type(e).__name__}: {str(e)[:300]}")
@@ -515,8 +515,9 @@ def summary(results, tiny, fixture_tests):
     lines.append(
         f"training throughput                 {verdict(t['passed'])}  {t['config']}, batch "
         f"{t['batch_size']}, seq {t['seq_length']}, {t['mixed_precision']}, "
-        f"{'XLA' if t['jit_compile'] else 'no XLA'} on {t['accelerator']}: {t['seconds_per_step']} s/step, {t['examples_per_second']} "
-        f"examples/s, {t['achieved_tflops']} TFLOP/s, {mfu}{memory}")
+        f"{'XLA' if t['jit_compile'] else 'no XLA'} on {t['accelerator']}: "
+        f"{t['seconds_per_step']} s/step, {t['examples_per_second']} examples/s, "
+        f"{t['achieved_tflops']} TFLOP/s, {mfu}{memory}")
   lines += sweep_lines(results.get("sweep"), verdict)
   lines.append(f"DEVICE CHECK{' (--tiny)' if tiny else ''}: {verdict(results['passed'])}")
   return "\n".join(lines)
@@ -561,7 +562,7 @@ def main(argv):
   if FLAGS.part:
     try:
       result = run_part(FLAGS.part)
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:  # noqa: BLE001 -- recorded: see below
       # Recorded as this part's failure, the traceback in the log; the other parts go on.
       import traceback
       traceback.print_exc()

@@ -30,8 +30,8 @@ fi
 
 # Part 1's tests; DEVICE_CHECK_TESTS replaces them (space-separated pytest ids: the suite's own
 # test of this script runs one, the full list being already in the suite).
-read -r -a tests <<< "${DEVICE_CHECK_TESTS:-tests/test_model_fixture.py tests/test_optimization.py \
-tests/test_run_pretraining.py::test_runner_losses_match_the_original_per_update}"
+read -r -a tests <<< "${DEVICE_CHECK_TESTS:-tests/models/test_model_fixture.py tests/optimization/test_optimization.py \
+tests/end_to_end/test_run_pretraining.py::test_runner_losses_match_the_original_per_update}"
 
 echo "== device check: fixture tests (float32, TF32 off) =="
 # No .pytest_cache: the check may run in a read-only or shared checkout.

@@ -105,7 +105,7 @@ def sample(found, max_documents, seed):
 
 
 def main(argv):
-  from albert_tf.core import errors  # pylint: disable=import-outside-toplevel
+  from albert_tf.core import errors
   if len(argv) > 1:
     raise errors.UsageError(f"unexpected arguments {argv[1:]}: every setting is a --flag")
   root = flags.FLAGS.stdlib_dir or stdlib_dir()
@@ -117,7 +117,6 @@ def main(argv):
   if not docs:
     raise errors.UsageError(f"--stdlib_dir={root}: no docstring has "
                             f"{flags.FLAGS.min_sentences} sentences of prose")
-  # pylint: disable-next=import-outside-toplevel
   from albert_tf.data.corpus import write_corpus_documents
   write_corpus_documents(docs, flags.FLAGS.output_file)
   print(f"wrote {flags.FLAGS.output_file}: {len(docs)} documents "
@@ -138,6 +137,6 @@ def define_flags():
 
 if __name__ == "__main__":
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  from albert_tf.core import cli  # pylint: disable=wrong-import-position
+  from albert_tf.core import cli
   define_flags()
   cli.run(main, required_flags=("output_file",))

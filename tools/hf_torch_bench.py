@@ -356,8 +356,8 @@ def main(argv):
       rerun = [args.hf_python, os.path.abspath(__file__)] + _without_hf_python(argv[1:])
       return subprocess.run(rerun, check=False).returncode
     try:
-      import torch  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
-      import transformers  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+      import torch  # noqa: F401 -- only whether it imports
+      import transformers  # noqa: F401 -- only whether it imports
     except ImportError as e:
       raise UsageError(f"{sys.executable} has no {e.name}: run this file in an interpreter "
                        f"with torch and transformers: {VENV_HINT}") from None

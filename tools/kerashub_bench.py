@@ -73,7 +73,7 @@ def backbone_values(path):
 def synthetic_batch(vocab_size, batch_size, seq_length, num_predictions, seed=0):
   """(inputs, labels, sample weights) of AlbertMaskedLM: numpy int32 token_ids, segment_ids,
   padding_mask [B, T] and mask_positions [B, P]; labels [B, P]; weights float32 [B, P]."""
-  import numpy as np  # pylint: disable=import-outside-toplevel
+  import numpy as np
   rng = np.random.default_rng(seed)
   ints = lambda high, shape: rng.integers(0, high, size=shape).astype(np.int32)
   b, t, p = batch_size, seq_length, num_predictions
@@ -84,7 +84,6 @@ def synthetic_batch(vocab_size, batch_size, seq_length, num_predictions, seed=0)
 
 def masked_lm(values, precision, jit_compile):
   """A compiled AlbertMaskedLM of `values` (backbone_values) under Keras policy `precision`."""
-  # pylint: disable=import-outside-toplevel
   import keras
   import keras_hub
   keras.config.set_dtype_policy(precision)
@@ -100,7 +99,6 @@ def masked_lm(values, precision, jit_compile):
 
 def benchmark(args):
   """Yields one line (dict) per (mode, precision) of `args` (parse_args())."""
-  # pylint: disable=import-outside-toplevel
   import keras
   import keras_hub
   import tensorflow as tf
@@ -146,7 +144,7 @@ def main(argv):
   try:
     hf_torch_bench.config_path(args.config)
     try:
-      import keras_hub  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+      import keras_hub  # noqa: F401 -- only whether it imports
     except ImportError as e:
       raise hf_torch_bench.UsageError(f"{sys.executable} has no {e.name}: run this file in "
                                       f"{INSTALL_HINT}") from None

@@ -3,7 +3,8 @@ create_pretraining_data's memory and speed at scale (docs/data-at-scale.md).
 
   python tools/make_scale_corpus.py --size_mb=10 --output=/tmp/corpus_10mb.txt
   /usr/bin/time -v python -m albert_tf.create_pretraining_data --input_file=/tmp/corpus_10mb.txt \
-      --output_file=/tmp/out.tfrecord --spm_model_file=tests/testdata/original_pretraining_data/30k-clean-tiny.model \
+      --output_file=/tmp/out.tfrecord \
+      --spm_model_file=tests/testdata/original_pretraining_data/30k-clean-tiny.model \
       --vocab_file=unused --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5
 
 Documents (blank-line separated) are drawn with replacement, seeded, until the output reaches

@@ -26,8 +26,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
-from albert_tf.core import cli, errors, io  # noqa: E402  no TensorFlow
-from albert_tf.data.corpus import read_corpus_documents, write_corpus_documents  # noqa: E402
+from albert_tf.core import cli, errors, io  # noqa: E402 -- after the checkout is on sys.path
+from albert_tf.data.corpus import read_corpus_documents, write_corpus_documents  # noqa: E402 -- after the checkout is on sys.path
 
 DEFAULT_INPUT = os.path.join(REPO_ROOT, "data", "sample", "corpus.txt")
 

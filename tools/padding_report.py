@@ -27,9 +27,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
-from albert_tf.core import cli, errors, path_checks  # noqa: E402  no TensorFlow
-from albert_tf.core import io as files  # noqa: E402
-from albert_tf.data import padding  # noqa: E402
+from albert_tf.core import cli, errors, path_checks  # noqa: E402 -- after the checkout is on sys.path
+from albert_tf.core import io as files  # noqa: E402 -- after the checkout is on sys.path
+from albert_tf.data import padding  # noqa: E402 -- after the checkout is on sys.path
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None,

@@ -5,13 +5,13 @@
 Prints, for each parameter_sharing strategy and embedding size E in --embedding_sizes, the exact
 parameter count of AlbertModel (embeddings, the E -> H projection when E != H, the encoder and
 the pooler; no pretraining heads) next to the paper's rounded figure, where the paper gives one.
-The counts come from `parameter_count`, a formula that tests/test_parameter_sharing.py checks
-against built models; --build counts each AlbertModel instead (slower: it builds every variant).
+The counts come from `parameter_count`, a formula that
+tests/checkpoints/test_parameter_sharing.py checks against built models; --build counts each
+AlbertModel instead (slower: it builds every variant).
 
 Importing this module loads neither TensorFlow nor albert_tf's models (the formula needs only
 the config's sizes). A mistake is one `error:` line, as the binaries' (albert_tf.core.cli).
 """
-# pylint: disable=import-outside-toplevel
 
 import os
 import sys
@@ -22,8 +22,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
-from albert_tf.core import cli, errors  # noqa: E402  no TensorFlow
-from albert_tf.core.config import PARAMETER_SHARING, AlbertConfig  # noqa: E402  no TensorFlow
+from albert_tf.core import cli, errors  # noqa: E402 -- after the checkout is on sys.path
+from albert_tf.core.config import PARAMETER_SHARING, AlbertConfig  # noqa: E402 -- after the checkout is on sys.path
 
 FLAGS = flags.FLAGS
 

@@ -138,8 +138,8 @@ class Seed:
 
   def start(self):
     self._start = time.monotonic()
-    self._log_file = open(self.log, "w", encoding="utf-8")  # pylint: disable=consider-using-with
-    self._process = subprocess.Popen(  # pylint: disable=consider-using-with
+    self._log_file = open(self.log, "w", encoding="utf-8")
+    self._process = subprocess.Popen(
         self.command, stdout=self._log_file, stderr=subprocess.STDOUT)
 
   def poll(self):

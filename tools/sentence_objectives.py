@@ -43,7 +43,7 @@ from albert_tf.core import cli, errors, io
 from albert_tf.data.corpus import read_corpus_documents, write_corpus_documents
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import docstring_corpus  # pylint: disable=wrong-import-position
+import docstring_corpus
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CORPUS = os.path.join(REPO_ROOT, "data", "sample", "corpus.txt")
@@ -182,8 +182,8 @@ def balance_records(path, out_path, seed):
   """Writes the records of `path` with as many 0 as 1 sentence labels to `out_path`
   (atomically): every record of the rarer label and a seeded sample of the other's, in file
   order. Returns the labels written."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from albert_tf.data import tfrecords  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
+  from albert_tf.data import tfrecords
   labels = record_labels(path)
   by_label = {0: [i for i, y in enumerate(labels) if y == 0],
               1: [i for i, y in enumerate(labels) if y == 1]}
@@ -203,7 +203,7 @@ def balance_records(path, out_path, seed):
 def record_labels(path):
   """The sentence labels (next_sentence_labels, 0 or 1) of a TFRecord file of
   create_pretraining_data, in order."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
   spec = {"next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
   return [int(tf.io.parse_single_example(r, spec)["next_sentence_labels"][0])
           for r in tf.data.TFRecordDataset(path)]
@@ -253,9 +253,7 @@ def train_vocabulary(train_file, prefix, vocab_size, seed):
 
 def make_records(text_file, record_file, spm_model_file, s, next_sentence, dupe_factor):
   """create_pretraining_data's records of text_file (sentence order, or next sentence)."""
-  # pylint: disable-next=import-outside-toplevel
   from albert_tf.data.instances import InstanceOptions
-  # pylint: disable-next=import-outside-toplevel
   from albert_tf.data.pretraining_data import GenerationSettings, Progress, generate
   generate([text_file], [record_file], GenerationSettings(
       spm_model_file=spm_model_file, dupe_factor=dupe_factor, random_seed=s["seed"],
@@ -266,7 +264,6 @@ def make_records(text_file, record_file, spm_model_file, s, next_sentence, dupe_
 
 
 def job_settings(s, output_dir, input_file, **given):
-  # pylint: disable-next=import-outside-toplevel
   from albert_tf.core import settings
   return settings.PretrainingSettings(
       output_dir=output_dir, input_file=input_file,
@@ -288,7 +285,6 @@ def pretrain(s, model_dir, input_file, sentence_weight):
   """Trains one model to s["train_steps"] in model_dir (resuming; nothing when it is there)."""
   if os.path.exists(os.path.join(model_dir, f"model.ckpt-{s['train_steps']}.index")):
     return False
-  # pylint: disable-next=import-outside-toplevel
   from albert_tf.training.pretraining import PretrainingJob
   PretrainingJob(job_settings(s, model_dir, input_file,
                               sentence_order_loss_weight=sentence_weight)).run()
@@ -298,7 +294,6 @@ def pretrain(s, model_dir, input_file, sentence_weight):
 def evaluate(s, model_dir, eval_dir, input_file, records):
   """run_pretraining --do_train=false --do_eval --init_checkpoint=model_dir on input_file:
   every record once (but a last partial batch). Returns eval_results.txt as {key: float}."""
-  # pylint: disable-next=import-outside-toplevel
   from albert_tf.training.pretraining import PretrainingJob
   batch = min(64, records)
   PretrainingJob(job_settings(s, eval_dir, input_file, init_checkpoint=model_dir,
@@ -405,7 +400,6 @@ def main(argv):
   check_flags()
   start = time.time()
   s = settings_from_flags()
-  # pylint: disable=import-outside-toplevel
   from albert_tf.core import onednn
   from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()

@@ -22,7 +22,7 @@ import numpy as np
 # The repository root, for albert_tf when this file runs from a checkout that is not installed.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from albert_tf.core import cli, errors  # noqa: E402  pylint: disable=wrong-import-position
+from albert_tf.core import cli, errors
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("server", "localhost:8500", "host:port (8500 gRPC, 8501 REST by default).")
@@ -99,8 +99,8 @@ def token_inputs(input_ids, input_mask=None, segment_ids=None, mlm_positions=Non
 
 def predict_request(model_name, signature_name, inputs):
   """A tensorflow_serving PredictRequest holding `inputs` ({name: array})."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from tensorflow_serving.apis import predict_pb2  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
+  from tensorflow_serving.apis import predict_pb2
   request = predict_pb2.PredictRequest()
   request.model_spec.name = model_name
   request.model_spec.signature_name = signature_name
@@ -126,9 +126,9 @@ def _one_line(text):
 
 
 def predict_grpc(server, request, timeout):
-  import grpc  # pylint: disable=import-outside-toplevel
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from tensorflow_serving.apis import prediction_service_pb2_grpc  # pylint: disable=import-outside-toplevel
+  import grpc
+  import tensorflow as tf
+  from tensorflow_serving.apis import prediction_service_pb2_grpc
   with grpc.insecure_channel(server) as channel:
     stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
     try:
@@ -139,7 +139,7 @@ def predict_grpc(server, request, timeout):
 
 
 def _grpc_error(server, error, timeout):
-  import grpc  # pylint: disable=import-outside-toplevel
+  import grpc
   code = error.code()
   if code == grpc.StatusCode.UNAVAILABLE:
     return ServerError(f"no gRPC server answers at {server} ({_one_line(error.details())}); is "
@@ -213,7 +213,7 @@ def main(argv):
   if not FLAGS.timeout > 0:
     raise InputError(f"--timeout={FLAGS.timeout}: give the seconds to wait, above 0")
   # gRPC requests import TensorFlow.
-  from albert_tf.core.startup import quiet_tensorflow_startup  # pylint: disable=import-outside-toplevel
+  from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()
   outputs = _predict(_inputs_from_flags())
   for name, value in sorted(outputs.items()):

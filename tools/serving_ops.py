@@ -26,10 +26,10 @@ class OneLineErrors(argparse.ArgumentParser):
 
 def registered_ops():
   """Every op type this process's TensorFlow registers, tensorflow-text's included."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  import tensorflow_text  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-  from tensorflow.core.framework import op_def_pb2  # pylint: disable=import-outside-toplevel
-  from tensorflow.python.client import pywrap_tf_session  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
+  import tensorflow_text
+  from tensorflow.core.framework import op_def_pb2
+  from tensorflow.python.client import pywrap_tf_session
   ops = op_def_pb2.OpList()
   ops.ParseFromString(pywrap_tf_session.TF_GetBuffer(pywrap_tf_session.TF_GetAllOpList()))
   return tf.__version__, tensorflow_text.__version__, sorted(op.name for op in ops.op)
@@ -51,7 +51,7 @@ def write_allowlist(path):
 
 def check(saved_model, allowlist):
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  from albert_tf.export.serving_ops import (  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.serving_ops import (
       ops_missing_from, saved_model_ops)
   missing = ops_missing_from(saved_model, allowlist)
   print(f"{saved_model}: {len(saved_model_ops(saved_model))} op types")

@@ -80,7 +80,7 @@ def write_lowered(paths, lowered):
     CorpusError: naming the file and line that is not UTF-8.
   """
   # Imported here so that the tool stays light for --help.
-  from albert_tf.tokenization import preprocess_text  # pylint: disable=import-outside-toplevel
+  from albert_tf.tokenization import preprocess_text
   with open(lowered, "w", encoding="utf-8") as out:
     for path in paths:
       try:

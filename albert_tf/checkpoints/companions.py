@@ -53,7 +53,6 @@ def check_config_beside(config, config_file, init_checkpoint):
   Raises:
     errors.ConfigError: naming both files and each field with both values.
   """
-  # pylint: disable-next=import-outside-toplevel
   from albert_tf.core.config import ARCHITECTURE_FIELDS, LAYER_LAYOUT_FIELDS, AlbertConfig
   kept = beside(init_checkpoint, CONFIG_NAME)
   if kept is None:

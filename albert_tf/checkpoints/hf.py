@@ -43,7 +43,7 @@ def _safetensors(what):
   """The safetensors package (its numpy API imported), or errors.MissingExtraError naming the hf
   extra and `what` needed it."""
   safetensors = errors.require_module("safetensors", "hf", what)
-  import safetensors.numpy  # pylint: disable=import-outside-toplevel,redefined-outer-name
+  import safetensors.numpy  # noqa: F811 -- the same package, its numpy API loaded
   return safetensors
 
 
@@ -181,7 +181,7 @@ def _check_encoder(targets, sources, path, init_from_group0):
   absent = sorted(
       n for n in targets
       if layout.is_encoder_name(n) and not n.startswith("bert/pooler/") and n not in sources
-      and not (init_from_group0 and original._group0_name(n) in sources))  # pylint: disable=protected-access
+      and not (init_from_group0 and original._group0_name(n) in sources))
   if absent:
     listing = ", ".join(hf_key(n)[0] for n in absent[:10])
     raise errors.MissingKeyError(

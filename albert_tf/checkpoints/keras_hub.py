@@ -191,7 +191,7 @@ def read_weights(h5_file):
     errors.CheckpointError: a file h5py cannot read (truncated or not HDF5), naming it.
   """
   # h5py is one of Keras 3's own requirements (its .weights.h5 files need it).
-  import h5py  # pylint: disable=import-outside-toplevel
+  import h5py
   with io.open_binary(h5_file) as stream:
     data = stream.read()
   tensors = {}

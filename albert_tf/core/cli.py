@@ -7,9 +7,9 @@ Every binary ends with `def run(): cli.run(main, required_flags=(...))`, the ent
 
 A usage error (a bad flag value, a missing required flag, settings that cannot work together:
 errors.UsageError) exits with status 2; a run that failed on something outside the flags (any
-other albert_tf.core.errors.AlbertError: a config or checkpoint that does not match, a malformed data
-file, another run holding --output_dir; a missing file, an output that exists, a file given
-as a directory, a full or read-only disk) with 1.
+other albert_tf.core.errors.AlbertError: a config or checkpoint that does not match, a malformed
+data file, another run holding --output_dir; a missing file, an output that exists, a file given as
+a directory, a full or read-only disk) with 1.
 Neither prints absl's flag help or a traceback: --verbose or ALBERT_TF_TRACEBACK=1 shows the
 traceback. Any other exception is a bug and keeps its traceback.
 
@@ -149,7 +149,7 @@ def message(error):
   whole = remote_storage_error(error) or write_error(error)
   if whole is not None:
     return " ".join(whole.split())
-  kind = next((k for k in _PATH_MESSAGES if type(error) is k), None)  # pylint: disable=unidiomatic-typecheck
+  kind = next((k for k in _PATH_MESSAGES if type(error) is k), None)
   if kind is not None and error.filename is not None:
     text = _PATH_MESSAGES[kind].format(path=error.filename)
   else:
@@ -288,7 +288,7 @@ def _one_line_errors(main):
   def wrapped(argv):
     try:
       return main(argv)
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       code = exit_code(e)
       if code is None or _wants_traceback():
         raise

@@ -18,7 +18,8 @@ from albert_tf.core import io
 logger = logging.getLogger("albert_tf")
 
 # data/configs/, linked as albert_tf/configs so that the installed package ships them.
-_DATA_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+_DATA_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "configs")
 
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 

@@ -11,7 +11,7 @@ Two kinds of move:
 
 The new homes are named as strings and imported when an old name is used, so that the table
 adds no import (TensorFlow included) to `import albert_tf` and no upward import to the layers.
-CHANGELOG.md lists every move, and tests/test_public_api.py holds the table to it.
+CHANGELOG.md lists every move, and tests/repo/test_public_api.py holds the table to it.
 """
 
 import importlib
@@ -55,7 +55,7 @@ def _importer_stacklevel():
   """warn_moved's stacklevel, called from exec_module, that points at the line importing the old
   module: past the import machinery (importlib.import_module) and this module's frames (an old
   module read as a package attribute). warnings itself skips importlib's bootstrap frames."""
-  level, frame = 1, sys._getframe(2)  # pylint: disable=protected-access  # exec_module's caller
+  level, frame = 1, sys._getframe(2)  # exec_module's caller
   while frame is not None:
     filename = frame.f_code.co_filename
     if not ("importlib" in filename and "_bootstrap" in filename):

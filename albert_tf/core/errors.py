@@ -108,7 +108,7 @@ def require_module(module, extra, command):
     extra: the albert-tf extra that installs it, e.g. "portable".
     command: what needs it, for the message, e.g. "export_onnx".
   """
-  import importlib  # pylint: disable=import-outside-toplevel
+  import importlib
   try:
     return importlib.import_module(module)
   except ModuleNotFoundError as e:
@@ -123,7 +123,7 @@ def require_installed(module, extra, command):
 
   Args: as require_module's.
   """
-  import importlib.util  # pylint: disable=import-outside-toplevel
+  import importlib.util
   try:
     found = importlib.util.find_spec(module.split(".")[0]) is not None
   except ModuleNotFoundError:

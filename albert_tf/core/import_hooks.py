@@ -22,7 +22,7 @@ class ImportHook(importlib.abc.MetaPathFinder):
 
   def install(self):
     """Installs this hook unless one of its class is installed; returns it."""
-    if not any(type(finder) is type(self) for finder in sys.meta_path):  # pylint: disable=unidiomatic-typecheck
+    if not any(type(finder) is type(self) for finder in sys.meta_path):
       sys.meta_path.insert(0, self)
     return self
 
@@ -65,7 +65,7 @@ class _HookedLoader(importlib.abc.Loader):
         # binaries' quiet start-up and albert_tf's own, startup.quiet_tensorflow_import).
         loader = self._loader
         while isinstance(loader, _HookedLoader):
-          loader = loader._loader  # pylint: disable=protected-access
+          loader = loader._loader
         module.__loader__ = module.__spec__.loader = loader
     self._hook.around_import(module, run)
     if self._hook in sys.meta_path:

@@ -40,7 +40,7 @@ def is_remote(path):
 
 
 def _gfile():
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
   return tf.io.gfile
 
 
@@ -118,7 +118,7 @@ def rmtree(path, ignore_errors=False):
     return
   try:
     _gfile().rmtree(path)
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     if not ignore_errors:
       raise
 
@@ -147,7 +147,7 @@ def _not_found_as_file_not_found(call, path):
   that callers handle a missing file one way whatever the file system."""
   try:
     return call()
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     if type(e).__name__ == "NotFoundError" and type(e).__module__.startswith("tensorflow"):
       raise FileNotFoundError(f"{path}: {getattr(e, 'message', e) or 'not found'}") from e
     raise
@@ -216,10 +216,10 @@ def open_text(path, mode="r", newline=None, errors=None):
   if mode != "r":
     if is_remote(path):
       return _gfile().GFile(path, mode)
-    return open(  # pylint: disable=consider-using-with
+    return open(
         path, mode, encoding="utf-8", newline=newline, errors=errors)
   raw = (io.BufferedReader(RemoteReader(_gfile().GFile(path, "rb"))) if is_remote(path)
-         else open(path, "rb"))  # pylint: disable=consider-using-with
+         else open(path, "rb"))
   return Utf8Text(path, raw, open_binary, newline=newline, errors=errors)
 
 
@@ -277,7 +277,7 @@ def makedirs(path):
 def open_binary(path, mode="rb"):
   if is_remote(path):
     return _gfile().GFile(path, mode)
-  return open(path, mode)  # pylint: disable=consider-using-with,unspecified-encoding
+  return open(path, mode)
 
 
 def temp_path(path):
@@ -297,7 +297,7 @@ def remove_quietly(path):
       os.remove(path)
   except FileNotFoundError:
     pass
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:  # noqa: BLE001 -- a cleanup that never hides the real error
     logger.warning("could not remove the temporary file %s (%s): delete it by hand", path, e)
 
 
@@ -391,7 +391,7 @@ class AtomicFile:
       return
     try:
       self._file.close()
-    except Exception:  # pylint: disable=broad-except
+    except Exception:  # noqa: BLE001 -- see below
       pass  # flushing the buffer fails again on a full disk; the first error is the one to report
     self._remove_temp()
     self._release()

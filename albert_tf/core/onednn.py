@@ -62,5 +62,5 @@ def child_environment():
 
 def tensorflow_uses_onednn():
   """Whether this process's TensorFlow runs its CPU kernels in oneDNN (imports TensorFlow)."""
-  from tensorflow.python.util import _pywrap_util_port  # pylint: disable=import-outside-toplevel
+  from tensorflow.python.util import _pywrap_util_port
   return bool(_pywrap_util_port.IsMklEnabled())

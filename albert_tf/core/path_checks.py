@@ -3,8 +3,10 @@ checkpoint that is not there is refused as the flags are (one `error: --flag=...
 before TensorFlow loads, rather than seconds later from inside the job.
 
   >>> from albert_tf.core import path_checks
-  >>> print(path_checks.checkpoint_problem("no/such/model.ckpt-5"))  # doctest: +ELLIPSIS
-  checkpoint not found: no/such/model.ckpt-5 (no such prefix: no model.ckpt-5.index; no such directory). Give a checkpoint prefix ...
+  >>> print(path_checks.checkpoint_problem(
+  ...     "no/such/model.ckpt-5"))  # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
+  checkpoint not found: no/such/model.ckpt-5 (no such prefix: no model.ckpt-5.index; no such
+  directory). Give a checkpoint prefix ...
 
 Only local paths are looked at: a path with a scheme (gs://, hdfs://) needs TensorFlow's file
 system, so the job's own reading refuses it. Imports no TensorFlow.

@@ -55,7 +55,7 @@ def _open_binary(path):
 def _size(path):
   try:
     return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-  except Exception:  # pylint: disable=broad-except
+  except Exception:  # noqa: BLE001 -- any filesystem's error: see below
     return None  # progress without a percentage; reading reports a missing file itself
 
 
@@ -77,7 +77,7 @@ class BeamAtomicFile(files.AtomicFile):
     try:
       if FileSystems.exists(self.tmp):
         FileSystems.delete([self.tmp])
-    except Exception:  # pylint: disable=broad-except
+    except Exception:  # noqa: BLE001 -- see below
       pass  # never raising: the error that caused the abort is the one to report
 
 
@@ -105,7 +105,7 @@ def _read_tokenizer_file(settings):
   try:
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
       data = f.read()
-  except Exception as e:  # pylint: disable=broad-except  (BeamIOError, FileNotFoundError, ...)
+  except Exception as e:  # noqa: BLE001 -- any filesystem's error, named
     raise FileNotFoundError(f"--{field}={path}: cannot be read ({e}); give a file that exists "
                             "(gs:// paths need apache-beam[gcp])") from None
   return field, os.path.basename(path), data
@@ -163,7 +163,7 @@ def remove_stale_temps(output_files, max_age_hours=STALE_TEMP_HOURS, log=logging
     pattern = re.compile(rf"\.{re.escape(name)}\.tmp-(\d+)")
     try:
       found = FileSystems.match([FileSystems.join(directory, f".{name}.tmp-*")])[0].metadata_list
-    except Exception:  # pylint: disable=broad-except  (no such directory yet)
+    except Exception:  # noqa: BLE001 -- a folder Beam cannot list holds none
       continue
     for metadata in found:
       match = pattern.fullmatch(files.split(metadata.path)[1])

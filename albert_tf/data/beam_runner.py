@@ -17,9 +17,10 @@ from albert_tf.core import startup
 
 _DIRECT_RUNNER_NAMES = (None, "DirectRunner", "direct", "directrunner")
 
-# What `import apache_beam` and each local worker process print (its first INFO line too) without the GCP extra or a
-# semi-persistent directory, and the two flags Beam itself hands its workers and then discards
-# (in the worker's own line or relayed by the job service, quotes escaped). Nothing else.
+# What `import apache_beam` and each local worker process print (its first INFO line too) without
+# the GCP extra or a semi-persistent directory, and the two flags Beam itself hands its workers
+# and then discards (in the worker's own line or relayed by the job service, quotes escaped).
+# Nothing else.
 _NOTICES = (
     r"apitools not found, and bigquery client libraries are not available",
     r"the ReadFromBigQuery transform \*CANNOT\* be used",
@@ -52,14 +53,12 @@ def local_runner(options):
   Args:
     options: the pipeline's PipelineOptions.
   """
-  # pylint: disable=import-outside-toplevel
   from apache_beam.options.pipeline_options import StandardOptions
   if options.view_as(StandardOptions).runner not in _DIRECT_RUNNER_NAMES:
     return None
   from apache_beam.portability.api import beam_provision_api_pb2
   from apache_beam.runners.portability.fn_api_runner import fn_runner
   from apache_beam.runners.portability.portable_runner import JobServiceHandle
-  # pylint: enable=import-outside-toplevel
   # As the DirectRunner builds it: the workers receive the pipeline options.
   encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
   return fn_runner.FnApiRunner(provision_info=fn_runner.ExtendedProvisionInfo(

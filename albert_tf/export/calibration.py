@@ -39,9 +39,9 @@ def read_calibration_examples(path, config, max_seq_length, limit=DEFAULT_EXAMPL
       tf.train.Example, lacks a feature, or holds features longer than `max_seq_length`, of
       unequal lengths, or with ids outside the model's (each message names the record).
   """
-  import numpy as np  # pylint: disable=import-outside-toplevel
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from google.protobuf.message import DecodeError  # pylint: disable=import-outside-toplevel
+  import numpy as np
+  import tensorflow as tf
+  from google.protobuf.message import DecodeError
   if limit < 1:
     raise errors.UsageError(f"--calibration_examples={limit}: give at least 1")
   if not path:
@@ -121,7 +121,7 @@ def synthetic_examples(id_bound, lengths, count, seed=0):
   """`count` examples of random token ids in [5, id_bound), cycling through `lengths`, all real
   tokens: calibration for a random-weight benchmark export, whose activations no task data would
   represent either. Returns a list as read_calibration_examples's."""
-  import numpy as np  # pylint: disable=import-outside-toplevel
+  import numpy as np
   rng = np.random.default_rng(seed)
   examples = []
   for i in range(count):

@@ -226,10 +226,10 @@ def _head_shapes(checkpoint):
   variables = reader.get_variable_to_shape_map()
   if ours.is_original_layout_names(variables):
     return {n: s for n, s in variables.items() if layout.is_model_weight_name(n)}, None
-  graph = ours._object_graph(reader, prefix)  # pylint: disable=protected-access
+  graph = ours._object_graph(reader, prefix)
   shapes = {}
-  for node_id, path in ours._weight_paths(graph).items():  # pylint: disable=protected-access
-    key = ours._variable_key(graph.nodes[node_id])  # pylint: disable=protected-access
+  for node_id, path in ours._weight_paths(graph).items():
+    key = ours._variable_key(graph.nodes[node_id])
     shapes[path] = variables.get(key)
   return shapes, None
 

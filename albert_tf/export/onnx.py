@@ -80,7 +80,7 @@ def require_dependencies(quantize="none", optimize=False, command="export_onnx")
 def convert(model, max_seq_length, opset=DEFAULT_OPSET):
   """The ModelProto of `model`'s serving function, converted by tf2onnx, each LayerNorm one
   LayerNormalization node from opset 17 (export.onnx_layer_norm)."""
-  import tf2onnx  # pylint: disable=import-outside-toplevel
+  import tf2onnx
   proto, _ = tf2onnx.convert.from_function(serving_function(model, max_seq_length),
                                            input_signature=input_signature(), opset=opset)
   name_dynamic_axes(proto)
@@ -105,7 +105,7 @@ def name_dynamic_axes(proto):
 def dedupe_initializers(proto):
   """Merges initializers of equal dtype, shape and bytes into the first: nodes that read a copy
   read the first. Returns the number removed."""
-  from onnx import numpy_helper  # pylint: disable=import-outside-toplevel
+  from onnx import numpy_helper
   first, rename, keep = {}, {}, []
   for init in proto.graph.initializer:
     array = numpy_helper.to_array(init)
@@ -128,9 +128,9 @@ def dedupe_initializers(proto):
 
 def ort_optimize(proto, config):
   """ONNX Runtime's BERT fusions of `proto` (see the module docstring)."""
-  import onnx  # pylint: disable=import-outside-toplevel
-  from onnxruntime.transformers import optimizer  # pylint: disable=import-outside-toplevel
-  from onnxruntime.transformers.fusion_options import FusionOptions  # pylint: disable=import-outside-toplevel
+  import onnx
+  from onnxruntime.transformers import optimizer
+  from onnxruntime.transformers.fusion_options import FusionOptions
   options = FusionOptions("bert")
   # Not SkipLayerNormalization (the residual Add folded into the LayerNorm): in ORT 1.31 it ran
   # several times slower a node in the int8 graph than LayerNormalization plus the Add
@@ -170,16 +170,17 @@ def quantize_dynamic(proto, reduce_range=True, verbose=False):
   """ONNX Runtime's dynamic int8 quantization of `proto`: per-channel int8 weights, in 7 bits with
   `reduce_range` (see the module docstring). `verbose` shows the quantizer's notices (see
   quiet_quantizer)."""
-  import onnx  # pylint: disable=import-outside-toplevel
-  from onnxruntime.quantization import QuantType  # pylint: disable=import-outside-toplevel
-  from onnxruntime.quantization import quantize_dynamic as ort_quantize  # pylint: disable=import-outside-toplevel
+  import onnx
+  from onnxruntime.quantization import QuantType
+  from onnxruntime.quantization import quantize_dynamic as ort_quantize
   with tempfile.TemporaryDirectory() as tmp:
     source, target = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "int8.onnx")
     onnx.save(proto, source)
     # Shape inference knows no fused (com.microsoft) op's output type: they are all float.
     with quiet_quantizer(verbose):
       ort_quantize(source, target, per_channel=True, reduce_range=reduce_range,
-                   weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gather", "Attention"],
+                   weight_type=QuantType.QInt8,
+                   op_types_to_quantize=["MatMul", "Gather", "Attention"],
                    extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return onnx.load(target)
 
@@ -231,8 +232,8 @@ def quantize_static(proto, calibration, quant_format="qdq", reduce_range=True, v
   Returns:
     The quantized ModelProto.
   """
-  import onnx  # pylint: disable=import-outside-toplevel
-  from onnxruntime import quantization  # pylint: disable=import-outside-toplevel
+  import onnx
+  from onnxruntime import quantization
 
   class Reader(quantization.CalibrationDataReader):
     """The calibration examples, one at a time (their lengths differ)."""

@@ -25,8 +25,8 @@ LAYER_NORM_OPSET = 17  # LayerNormalization joined the standard domain in opset 
 def fuse_layer_norms(proto):
   """Rewrites, in place, every LayerNorm subgraph of `proto` (see the module docstring) as one
   LayerNormalization node. Returns the number rewritten: none below opset 17."""
-  import onnx  # pylint: disable=import-outside-toplevel
-  from onnx import numpy_helper  # pylint: disable=import-outside-toplevel
+  import onnx
+  from onnx import numpy_helper
   if _default_opset(proto) < LAYER_NORM_OPSET:
     return 0
   graph = proto.graph
@@ -138,7 +138,7 @@ def _default_opset(proto):
 
 def _ranks(proto):
   """{tensor name: rank} for every tensor ONNX's shape inference gives a rank."""
-  import onnx  # pylint: disable=import-outside-toplevel
+  import onnx
   inferred = onnx.shape_inference.infer_shapes(proto)
   ranks = {}
   for value in (list(inferred.graph.value_info) + list(inferred.graph.input)

@@ -15,7 +15,7 @@ the format writers (export.tflite, export.onnx) make sure each file stores it on
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.framework.convert_to_constants import (  # pylint: disable=no-name-in-module
+from tensorflow.python.framework.convert_to_constants import (
     convert_variables_to_constants_v2)
 
 from albert_tf.core import errors
@@ -51,7 +51,7 @@ def load_exportable_model(config, checkpoint, head="auto"):
     errors.CheckpointError: a SQuAD 2.0 head, which has no portable export; a head the
       checkpoint lacks.
   """
-  from albert_tf.models import AlbertModel  # pylint: disable=import-outside-toplevel
+  from albert_tf.models import AlbertModel
   if checkpoint is None:
     return AlbertModel(config)
   if head not in HEADS:

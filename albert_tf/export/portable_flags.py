@@ -1,7 +1,7 @@
 """The flags export_tflite and export_onnx share, and the model they name. No TensorFlow at
 import: the binaries quiet its start-up first."""
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.core import errors
 from albert_tf.export import staging
@@ -50,9 +50,9 @@ def model_from_flags():
       --max_seq_length that cannot work.
     errors.CheckpointError: as export.portable.load_exportable_model.
   """
-  from albert_tf.checkpoints import model_config, open_checkpoint  # pylint: disable=import-outside-toplevel
-  from albert_tf.export.portable import check_serving_length, load_exportable_model  # pylint: disable=import-outside-toplevel
-  from albert_tf.training import memory  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import model_config, open_checkpoint
+  from albert_tf.export.portable import check_serving_length, load_exportable_model
+  from albert_tf.training import memory
   if FLAGS.random_weights and FLAGS.init_checkpoint:
     raise errors.UsageError(f"--init_checkpoint={FLAGS.init_checkpoint} and --random_weights: "
                             "give one (random weights are for size/speed benchmarks only)")
@@ -78,7 +78,7 @@ def model_from_flags():
 
 
 def report(output_file, size, model):
-  from albert_tf.export.portable import parameter_count  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.portable import parameter_count
   float_bytes = 4 * parameter_count(model)
   print(f"exported {output_file}: {size:,} bytes, {size / float_bytes:.3f}x the float32 "
         f"weights ({float_bytes:,} bytes)")

@@ -19,7 +19,7 @@ import hashlib
 import os
 
 import tensorflow as tf
-from tensorflow.lite.tools import flatbuffer_utils  # pylint: disable=no-name-in-module
+from tensorflow.lite.tools import flatbuffer_utils
 
 from albert_tf.core import errors
 from albert_tf.export.portable import frozen_serving_function

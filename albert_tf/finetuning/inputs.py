@@ -50,9 +50,9 @@ def feature_dataset(input_files, name_to_features, batch_size, is_training, max_
   shuffle_buffer) with a seed derived from `seed` and the epoch (see albert_tf.data.epochs), so a
   seeded stream is the same every time it is built. With dynamic_length, examples are grouped
   into batches of similar length (eval and predict too: restore file order with
-  `example_index`, see `in_file_order`) and each batch is trimmed. batch_size is global; with input_context the
-  per-replica share is returned, records sharded over input pipelines. `shapes` reshapes
-  features after parsing (e.g. RACE's [4 * T] to [4, T]).
+  `example_index`, see `in_file_order`) and each batch is trimmed. batch_size is global; with
+  input_context the per-replica share is returned, records sharded over input pipelines. `shapes`
+  reshapes features after parsing (e.g. RACE's [4 * T] to [4, T]).
   """
   if input_context is not None:
     batch_size = input_context.get_per_replica_batch_size(batch_size)

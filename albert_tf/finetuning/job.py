@@ -357,7 +357,6 @@ class FineTuningJob(Job):
     """Writes serving module `module` as a SavedModel under <export_dir>/<timestamp>/ and
     returns that directory."""
     # Only an exporting run loads the serving code (tensorflow_text's ops among it).
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.export.saved_model import export_saved_model
     path = export_saved_model(module, os.fspath(self.settings.export_dir), int(time.time()))
     logger.info(f"Model exported to {path}.")

@@ -62,8 +62,9 @@ def gelu_in_float32(x: tf.Tensor):
   element is widened and rounded back per op), and the GELU's autodiff gradient is a dozen such
   ops over [B*T, I] per layer, each a pass through memory: under mixed_bfloat16 a large share of
   the training step (figures: docs/speed.md). One pass each way is faster, its gradient closer
-  to float64's (one rounding instead of one per op), and only x is kept for the backward pass. Inference keeps tf.nn.gelu, which
-  grappler fuses into the MatMul; float32 keeps it too (the original's arithmetic).
+  to float64's (one rounding instead of one per op), and only x is kept for the backward pass.
+  Inference keeps tf.nn.gelu, which grappler fuses into the MatMul; float32 keeps it too (the
+  original's arithmetic).
 
   Args:
     x: bfloat16 or float16 tensor of any shape.

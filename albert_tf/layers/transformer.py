@@ -7,7 +7,7 @@ import keras
 import tensorflow as tf
 # stop_recording: the forward pass of a recomputed block is left off the outer tape (as
 # tf.recompute_grad does), which would otherwise hold its tensors in eager mode.
-from tensorflow.python.eager import record  # pylint: disable=no-name-in-module
+from tensorflow.python.eager import record
 
 from albert_tf.core import errors
 from albert_tf.layers.attention import AlbertAttention
@@ -42,7 +42,7 @@ def _seed_generators(block):
   """The Keras seed generators of a block's dropout layers (a shared part's included), each
   once, in layer order."""
   found = {}
-  for layer in block._flatten_layers():  # pylint: disable=protected-access
+  for layer in block._flatten_layers():
     for generator in getattr(layer, "_seed_generators", []):
       found.setdefault(id(generator), generator)
   return list(found.values())
@@ -435,7 +435,7 @@ def set_recompute_activations(model: keras.layers.Layer, on: bool) -> int:
     int: the number of SharedTransformer layers set (0: the model has none).
   """
   count = 0
-  for layer in model._flatten_layers(include_self=True):  # pylint: disable=protected-access
+  for layer in model._flatten_layers(include_self=True):
     if isinstance(layer, SharedTransformer):
       layer.recompute_activations = bool(on)
       count += 1

@@ -106,7 +106,7 @@ class AdamWeightDecay(tf.Module):
     return bool(self.weight_decay_rate) and not self._excluded(name,
                                                                self.exclude_from_weight_decay)
 
-  def use_layer_adaptation(self, name: str) -> bool:  # pylint: disable=unused-argument
+  def use_layer_adaptation(self, name: str) -> bool:
     """Whether the update is scaled by the trust ratio: never for AdamW (see `Lamb`)."""
     return False
 

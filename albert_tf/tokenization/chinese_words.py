@@ -97,7 +97,7 @@ class JiebaSegmenter:
 def _loaded_tokenizer(cache_dir):
   """A jieba.Tokenizer with its default dictionary loaded, once per process and cache_dir (a
   load is slow enough to do once)."""
-  import jieba  # pylint: disable=import-outside-toplevel
+  import jieba
   logging.getLogger("jieba").setLevel(logging.WARNING)  # its "Building prefix dict ..." lines
   tokenizer = jieba.Tokenizer()
   tokenizer.tmp_dir = cache_dir

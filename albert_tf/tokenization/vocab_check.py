@@ -11,7 +11,7 @@ from albert_tf.core import io
 
 def spm_vocab_size(spm_model_file):
   """The number of pieces of a SentencePiece model."""
-  from albert_tf.tokenization.full import (  # pylint: disable=import-outside-toplevel
+  from albert_tf.tokenization.full import (
       load_sentencepiece)
   return load_sentencepiece(spm_model_file).GetPieceSize()
 

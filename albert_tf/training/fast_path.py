@@ -11,12 +11,12 @@ no bfloat16 kernels either, both paths convert element by element, and XLA was n
 (an AVX2 EPYC: bf16 forward 3.4 s with XLA against 4.0 s without), so the request stands. The
 rule:
 
-  --jit_compile   mixed_bfloat16   step runs on                  compiled with XLA
-  false           any              any                           no
-  true            float32/float16  any                           yes
-  true            mixed_bfloat16   a GPU or TPU                  yes
-  true            mixed_bfloat16   CPUs without bf16 units       yes
-  true            mixed_bfloat16   CPUs with AMX / AVX512-BF16   no, unless --nojit_compile_fast_path
+  --jit_compile   mixed_bfloat16   step runs on                 compiled with XLA
+  false           any              any                          no
+  true            float32/float16  any                          yes
+  true            mixed_bfloat16   a GPU or TPU                 yes
+  true            mixed_bfloat16   CPUs without bf16 units      yes
+  true            mixed_bfloat16   CPUs with AMX / AVX512-BF16  no, unless --nojit_compile_fast_path
 
 --nojit_compile_fast_path (settings.TrainSettings.jit_compile_fast_path=False) keeps XLA as asked,
 e.g. to compare the two paths.

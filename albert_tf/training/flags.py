@@ -119,7 +119,7 @@ def export_tokenizer_files(spm_model_file, vocab_file, init_checkpoint):
   """
   # The checkpoint readers import TensorFlow: not before the binary runs (see the module
   # docstring).
-  from albert_tf.checkpoints import open_checkpoint  # pylint: disable=import-outside-toplevel
+  from albert_tf.checkpoints import open_checkpoint
   opened = open_checkpoint(init_checkpoint)
   spm_model, vocab = (opened.tokenizer(spm_model_file, vocab_file) if opened is not None
                       else (spm_model_file, vocab_file))
@@ -208,7 +208,6 @@ def running_job():
       from albert_tf.tasks.race.job import RaceJob
       RaceJob(job_settings).run()
   """
-  # pylint: disable=import-outside-toplevel
   from absl import app
   from albert_tf.core import onednn
   from albert_tf.core.startup import quiet_tensorflow_startup
@@ -218,7 +217,7 @@ def running_job():
     logging.getLogger("albert_tf").info(turned_on)
   try:
     yield
-  except Exception as e:  # pylint: disable=broad-exception-caught
+  except Exception as e:
     # Imported only now: the classes live with TensorFlow.
     from albert_tf.training.job import UsageError
     from albert_tf.training.preemption import PREEMPTED_EXIT_CODE, Preempted

@@ -25,8 +25,8 @@ block's activations from its input) backprop keeps, per local replica and micro-
 [b, T, H] per block (num_hidden_layers x inner_group_num: each block's input, the previous
 block's output) instead of every layer's activations; while a block's gradient runs, that block's
 recomputed activations (one layer's, as above); the embeddings and the head as above. The
-masked LM logits and the state are then most of what is left. tests/test_recompute.py measures a
-tiny run again (within 2x). A run refused without it is told the largest
+masked LM logits and the state are then most of what is left. tests/training/test_recompute.py
+measures a tiny run again (within 2x). A run refused without it is told the largest
 --train_batch_size that fits with it (RecomputeFit).
 
 Evaluation and prediction (inference_estimate) run the forward pass alone, which keeps far less:
@@ -58,7 +58,7 @@ module in one shard): 3 copies in all, a job's export its float32 weights and sl
 2. Tracing the signatures runs no batch, so an export's activations are those of the
 batch its caller says it runs (1 by default; none in a job).
 
-tests/test_memory_check.py measures the training and evaluation calibrations' first points
+tests/training/test_memory_check.py measures the training and evaluation calibrations' first points
 again (within 2x) and checks the arithmetic.
 """
 

@@ -44,7 +44,7 @@ def create_strategy(run, train):
   that train.train_batch_size splits over replicas x accumulation steps."""
   precision.set_policy(run.mixed_precision)
   if run.random_seed is not None:
-    import keras  # pylint: disable=import-outside-toplevel
+    import keras
     keras.utils.set_random_seed(run.random_seed)
   strategy = strategies.create_strategy(run.strategy, run.use_tpu, run.tpu_name, run.tpu_zone,
                                         run.gcp_project, run.master, run.cpu_devices)

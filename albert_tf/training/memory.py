@@ -171,7 +171,7 @@ def local_devices(strategy):
   """The devices of a tf.distribute strategy's replicas on this host. The default strategy
   (one device; training/strategy.py uses it on CPUs alone) runs where TensorFlow places ops:
   the first GPU if there is one, else the CPU."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
   if strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy():
     gpus = tf.config.list_logical_devices("GPU")
     return [gpus[0].name] if gpus else ["/device:CPU:0"]
@@ -195,7 +195,6 @@ def trains(job):
   if total is None:
     return True
   # Imported here: checkpointing loads TensorFlow, which the estimates themselves do not need.
-  # pylint: disable-next=import-outside-toplevel
   from albert_tf.training.checkpointing import checkpoint_steps
   saved = checkpoint_steps(job.settings.output_dir)
   if not saved or max(saved) < total:
@@ -234,7 +233,7 @@ def check_model_build(config, what, *, seq_length, batch_size=1, precision="floa
   Raises:
     errors.MemoryCheckError: the estimate is above what the process has.
   """
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
   check(export_estimate(config, seq_length, precision=precision, batch_size=batch_size,
                         what=what),
         local_devices(tf.distribute.get_strategy()), config_file, skippable=False)

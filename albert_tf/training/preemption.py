@@ -124,7 +124,7 @@ class PreemptionWatcher:
       if any(byte in {int(s) for s in SIGNALS} for byte in data):
         self._stop(data[0])
 
-  def _on_signal(self, signum, frame):  # pylint: disable=unused-argument
+  def _on_signal(self, signum, frame):
     # Runs once the compiled call returns; the watcher thread has set the flag already, this
     # covers a signal that came while no call was running.
     self._stop(signum)

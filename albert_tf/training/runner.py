@@ -86,7 +86,7 @@ class Runner:
     objective: an Objective (what is trained; see above).
     loss_scale: a DynamicLossScale for mixed_float16, else None.
 
-  Example: run_pretraining's update, four times (see tests/test_run_pretraining.py):
+  Example: run_pretraining's update, four times (see tests/end_to_end/test_run_pretraining.py):
 
     runner = Runner(strategy, model, Lamb(), TrainSettings(...), PretrainingObjective())
     values = runner.train_steps(iterator, 4)   # {"loss": ..., "learning_rate": ..., sums}
@@ -328,7 +328,7 @@ def dropout_seed_states(model):
   """The state variables of the model's Keras seed generators (its dropout layers'), in layer
   order. Each dropout draw advances its generator's state: checkpointed, a resumed run drops
   what an uninterrupted one drops (they are not model weights, so model_parts lacks them)."""
-  return [generator.state for layer in model._flatten_layers()  # pylint: disable=protected-access
+  return [generator.state for layer in model._flatten_layers()
           for generator in getattr(layer, "_seed_generators", [])]
 
 

@@ -110,7 +110,7 @@ def run_on_chief(strategy, write, what):
   if is_chief(strategy):
     try:
       write()
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:  # noqa: BLE001 -- re-raised below
       error = e  # raised below, once the other workers know of it
   if barrier(strategy, failed=error is not None):
     if error is not None:

@@ -2,7 +2,7 @@
 package installed; tf.summary.write with the scalar plugin's metadata does not)."""
 
 import tensorflow as tf
-from tensorflow.core.framework import summary_pb2  # pylint: disable=no-name-in-module
+from tensorflow.core.framework import summary_pb2
 
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),

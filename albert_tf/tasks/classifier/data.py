@@ -9,14 +9,13 @@ get_labels).
 import csv
 import dataclasses
 import math
-import os
 import re
 from typing import Optional
 
 from albert_tf.core import errors
 from albert_tf.core import io, path_checks
 # Shared with RACE (albert_tf.finetuning); PaddingInputExample is read from here too.
-from albert_tf.finetuning.text_data import (  # pylint: disable=unused-import
+from albert_tf.finetuning.text_data import (  # noqa: F401 -- re-exported, see above
     PaddingInputExample, TextProcessor)
 
 

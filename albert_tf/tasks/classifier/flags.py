@@ -118,10 +118,8 @@ def run_job():
   job_settings = common_flags.classifier_settings(settings_class, values)
   job_settings.check_inputs()  # before the job loads TensorFlow
   with common_flags.running_job():
-    # pylint: disable=import-outside-toplevel
     if own_data:
       from albert_tf.tasks.classifier.own_job import OwnDataJob as Job
     else:
       from albert_tf.tasks.classifier.job import ClassifierJob as Job
-    # pylint: enable=import-outside-toplevel
     Job(job_settings).run()

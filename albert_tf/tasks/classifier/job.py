@@ -54,7 +54,6 @@ class ClassifierJob(ClassificationJob):
     return self.processor.spec.columns_for("test").text_b is not None
 
   def export(self):
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.classifier.export import ClassifierServingModule
     s = self.settings
     pair = self.is_pair()

@@ -7,7 +7,7 @@ import numpy as np
 
 # What every classification task reports, shared with RACE (albert_tf.finetuning); the GLUE ones
 # below build on them.
-from albert_tf.finetuning.classification_metrics import (  # pylint: disable=unused-import
+from albert_tf.finetuning.classification_metrics import (  # noqa: F401 -- re-exported, see above
     accuracy, eval_metrics, mean_squared_error, pearson_correlation, weighted_mean,
     weights_or_ones)
 

@@ -108,7 +108,6 @@ class OwnDataJob(ClassifierJob):
     return label_schemes.export_threshold(self.settings)
 
   def export(self):
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.classifier.export import ClassifierServingModule
     s = self.settings
     threshold, options = self.scheme.serving_options(s)

@@ -57,7 +57,6 @@ class ClassifierSettings(shared_settings.ClassificationSettings):
     Raises:
       errors.UsageError: naming --task_name or --data_dir, the file and the fix.
     """
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.classifier import data as glue  # the readers: not loaded for --help
     try:
       processor = glue.processor(self.task_name)

@@ -55,6 +55,5 @@ def run_job():
   job_settings = common_flags.classifier_settings(ner_settings.NerSettings, flags.FLAGS)
   job_settings.check_inputs()  # before the job loads TensorFlow
   with common_flags.running_job():
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.ner.job import NerJob
     NerJob(job_settings).run()

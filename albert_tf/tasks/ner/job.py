@@ -237,7 +237,6 @@ class NerJob(FineTuningJob):
 
   def export(self):
     s = self.settings
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.ner.export import export_ner_saved_model  # TF Serving ops: only here
     path = export_ner_saved_model(self.model, self.label_names, s.tokenizer,
                                   s.model.max_seq_length, s.export_dir, s.serving_precision,

@@ -3,8 +3,9 @@
 one of our checkpoints), the training set; and the check that a --label_list agrees with the
 checkpoint's names. No TensorFlow."""
 
-# check_checkpoint_labels is shared with run_classifier's own-data runs: albert_tf.checkpoints.labels.
-from albert_tf.checkpoints.labels import LABEL_FILE, check_checkpoint_labels  # pylint: disable=unused-import
+# check_checkpoint_labels is shared with run_classifier's own-data runs:
+# albert_tf.checkpoints.labels.
+from albert_tf.checkpoints.labels import LABEL_FILE, check_checkpoint_labels  # noqa: F401 -- shared
 from albert_tf.checkpoints.labels import checkpoint_label_names, read_label_file
 from albert_tf.tasks.ner import data
 

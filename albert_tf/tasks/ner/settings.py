@@ -51,7 +51,6 @@ class NerSettings(FineTuningSettings):
     """
     if not path_checks.is_local(self.data_dir):
       return
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.ner import data  # the readers: not loaded for --help
     path_checks.check_data_dir("data_dir", self.data_dir, "give the folder of the CoNLL files")
     for split in wanted_splits(self):

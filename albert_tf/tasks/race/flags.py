@@ -50,6 +50,5 @@ def run_job():
   job_settings = common_flags.classifier_settings(race_settings.RaceSettings, flags.FLAGS)
   job_settings.check_inputs()  # before the job loads TensorFlow
   with common_flags.running_job():
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.race.job import RaceJob
     RaceJob(job_settings).run()

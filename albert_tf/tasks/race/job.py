@@ -28,8 +28,8 @@ class RaceJob(ClassificationJob):
 
   def make_processor(self):
     s = self.settings
-    processor = race.RaceProcessor(bool(s.tokenizer.spm_model_file), s.tokenizer.do_lower_case, s.high_only,
-                                   s.middle_only)
+    processor = race.RaceProcessor(bool(s.tokenizer.spm_model_file), s.tokenizer.do_lower_case,
+                                   s.high_only, s.middle_only)
     logger.info("RACE levels: " + ", ".join(processor.levels))
     return processor
 
@@ -39,8 +39,8 @@ class RaceJob(ClassificationJob):
 
   def convert(self, examples, path):
     race.file_based_convert_examples_to_features(examples, self.label_list,
-                                                 self.settings.model.max_seq_length, self.tokenizer, path,
-                                                 self.settings.max_qa_length)
+                                                 self.settings.model.max_seq_length,
+                                                 self.tokenizer, path, self.settings.max_qa_length)
 
   def cached_path(self, split):
     """--train_file / --eval_file / --predict_file, else race_<split>.tf_record in output_dir."""

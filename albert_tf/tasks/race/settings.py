@@ -47,7 +47,6 @@ class RaceSettings(ClassificationSettings):
     Raises:
       errors.UsageError: naming --data_dir, the folder and the fix.
     """
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.race import data as race  # the readers: not loaded for --help
     levels = race.RaceProcessor(high_only=self.high_only, middle_only=self.middle_only).levels
     for split in wanted_splits(self):

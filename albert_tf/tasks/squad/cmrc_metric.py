@@ -30,7 +30,7 @@ _word_tokenize = None
 
 def word_tokenize(text):
   """nltk.word_tokenize(text), or the Treebank tokenizer alone without nltk's punkt data."""
-  global _word_tokenize  # pylint: disable=global-statement
+  global _word_tokenize
   if _word_tokenize is None:
     nltk = errors.require_module("nltk", "chinese", "--metric=cmrc2018")
     try:
@@ -40,7 +40,7 @@ def word_tokenize(text):
       logger.warning("--metric=cmrc2018: nltk's punkt data is not installed "
                      "(python -m nltk.downloader punkt_tab); English stretches are cut by "
                      "the Treebank tokenizer alone, without punkt's sentence split")
-      _word_tokenize = lambda s: nltk.word_tokenize(s, preserve_line=True)  # noqa: E731
+      _word_tokenize = lambda s: nltk.word_tokenize(s, preserve_line=True)
   return _word_tokenize(text)
 
 

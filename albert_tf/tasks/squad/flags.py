@@ -70,6 +70,5 @@ def run_job(v2):
   job_settings = settings.from_values(squad_settings.SquadSettings, flags.FLAGS, v2=v2)
   job_settings.check_inputs()  # before the job loads TensorFlow
   with common_flags.running_job():
-    # pylint: disable-next=import-outside-toplevel
     from albert_tf.tasks.squad.job import SquadJob
     SquadJob(job_settings).run()

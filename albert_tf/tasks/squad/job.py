@@ -369,13 +369,11 @@ class SquadJob(FineTuningJob):
       for key in sorted(result):
         logger.info(f"  {key} = {result[key]}")
     if s.export_dir and self.chief:
-      # pylint: disable-next=import-outside-toplevel
       from albert_tf.tasks.squad.export import SquadServingModule
       path = self.export_serving(SquadServingModule(
           self.serving_model(), s.tokenizer, s.model.max_seq_length, s.doc_stride,
           s.max_query_length, s.max_answer_length, s.n_best_size, self.v2,
           self.null_threshold()))
       if not self.v2:  # as the original's run_squad_v1: the float32 model, for devices
-        # pylint: disable-next=import-outside-toplevel
         from albert_tf.export.tflite import export_beside_saved_model
         logger.info(f"wrote {export_beside_saved_model(self.model, path, s.model.max_seq_length)}")
