@@ -222,7 +222,8 @@ def classifier_fine_tuned(tmp_path_factory):
         "--do_train", "--do_eval", "--do_predict", "--train_batch_size=16",
         "--eval_batch_size=32", "--learning_rate=1e-3", "--train_step=300", "--warmup_step=60",
         "--save_checkpoints_steps=100", "--random_seed=1", "--data_seed=1",
-        f"--export_dir={export}", "--threshold_to_export=0.7"])
+        f"--export_dir={export}", "--threshold_to_export=0.7"],
+        cold=True)  # cold: tests/end_to_end/test_quiet_binaries.py reads its start-up
     return Run(result, out, export, splits)
   return once_per_session(tmp_path_factory, "classifier", make)
 
@@ -241,7 +242,9 @@ def _squad_run(version, root):
   else:
     flags += ["--num_train_epochs=2", "--save_checkpoints_steps=4",
               f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}"]
-  return Run(run_binary(f"run_squad_{version}", flags, timeout=900), out, export, None)
+  # cold: tests/end_to_end/test_quiet_binaries.py reads its start-up
+  return Run(run_binary(f"run_squad_{version}", flags, timeout=900, cold=True), out, export,
+             None)
 
 
 @pytest.fixture(scope="session")
@@ -271,7 +274,8 @@ def race_trained(tmp_path_factory):
         "--train_batch_size=4", "--train_step=4", "--warmup_step=1",
         "--save_checkpoints_steps=2", "--learning_rate=1e-3", "--do_predict",
         f"--init_checkpoint={os.path.join(ORIGINAL_MODEL, 'model.ckpt-0')}",
-        f"--eval_file={dev}"])
+        f"--eval_file={dev}"],
+        cold=True)  # cold: tests/end_to_end/test_quiet_binaries.py reads its start-up
     return Run(result, out, None, dev)
   return once_per_session(tmp_path_factory, "race", make)
 

@@ -11,6 +11,7 @@ import numpy as np
 import sentencepiece as spm
 import tensorflow as tf
 
+import warm_binaries
 from repo_paths import REPO_ROOT, TESTDATA
 
 ORIGINAL_MODEL = os.path.join(TESTDATA, "original_model")
@@ -43,12 +44,18 @@ def reference_batch():
   return dict(np.load(os.path.join(ORIGINAL_MODEL, "reference.npz")))
 
 
-def run_binary(module, flags, check=True, env=None, timeout=600):
-  """Runs `python -m albert_tf.<module> <flags>` from the repository root; with check, asserts
-  it succeeded (showing the end of its stderr)."""
-  result = subprocess.run([sys.executable, "-m", f"albert_tf.{module}"] + list(flags),
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, **(env or {})))
+def run_binary(module, flags, check=True, env=None, timeout=600, cold=False):
+  """Runs `python -m albert_tf.<module> <flags>` from the repository root, `env` added to the
+  environment: from a warm start where that shows the same as a fresh interpreter
+  (tests/warm_binaries.py), else, or with cold=True (a test of what the start-up prints), in a
+  fresh one. With check, asserts it succeeded (showing the end of its stderr)."""
+  environment = dict(os.environ, **(env or {}))
+  if not cold and warm_binaries.can_run_warm(module, flags, environment):
+    result = warm_binaries.run_warm(module, flags, environment, timeout)
+  else:
+    result = subprocess.run([sys.executable, "-m", f"albert_tf.{module}"] + list(flags),
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
+                            env=environment)
   if check:
     assert result.returncode == 0, result.stderr[-3000:]
   return result

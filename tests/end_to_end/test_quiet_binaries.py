@@ -77,7 +77,7 @@ def binary_runs(tmp_path):
 def test_each_binary_runs_quietly(chain, tmp_path):
   """The binaries no other test file runs in full; see the tests below."""
   for what, flags in binary_runs(tmp_path)[chain]:
-    assert_quiet(run_binary(what.split()[0], flags, check=False), what)
+    assert_quiet(run_binary(what.split()[0], flags, check=False, cold=True), what)
 
 
 # The runs that tests/test_run_{classifier,squad,race}.py check (tests/conftest.py: each once per

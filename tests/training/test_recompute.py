@@ -225,7 +225,11 @@ print(abs(loss - loss_r), max(float(np.abs(a - b).max()) for a, b in zip(weights
 def test_two_mirrored_replicas_with_dropout_update_as_the_plain_step():
   # Two CPU replicas (configured before TensorFlow starts: a process of its own), dropout on,
   # 2 micro-batches each, two updates: each replica's recomputation replays its own masks.
-  result = subprocess.run([sys.executable, "-c", _MIRRORED], cwd=os.path.join(REPO_ROOT, "tests"),
+  # Run beside this file (the script imports it), the shared helpers of tests/ on the path.
+  here = os.path.dirname(os.path.abspath(__file__))
+  path = os.pathsep.join([os.path.join(REPO_ROOT, "tests"), os.environ.get("PYTHONPATH", "")])
+  result = subprocess.run([sys.executable, "-c", _MIRRORED], cwd=here,
+                          env=dict(os.environ, PYTHONPATH=path.rstrip(os.pathsep)),
                           capture_output=True, text=True, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   loss_difference, weight_difference = map(float, result.stdout.split()[-2:])
