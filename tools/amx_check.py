@@ -1,5 +1,5 @@
 """tools/cpu_check.py under its earlier name: the AMX check, which cpu_check generalised to any
-x86 CPU. The same flags, bars and lines (an AMX CPU gets the AMX thresholds); see
+x86 CPU. The same flags, bars and lines (the limits are measured on the CPU it runs on); see
 tools/cpu_check.py.
 
   python3 tools/amx_check.py --hf_python=/tmp/hfvenv/bin/python --kerashub_python=python3

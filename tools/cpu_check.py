@@ -1,14 +1,16 @@
-"""Issue 38's check, on any x86 CPU, in one run: ours against the peers (HF torch, keras-hub) at
-float32 and, where the CPU has bf16 units, at bf16; the bf16 SavedModel against the float32
-one; every int8 runtime against the float32 SavedModel; the short request against its matmuls;
-and each int8 runtime's fidelity to float32.
+"""The CPU check, on any x86 CPU, in one run: ours against the peers (HF torch, keras-hub) at
+float32 and, where the CPU has bf16 units, at bf16; our fastest serving runtime of each precision
+against HF's (torch, ONNX Runtime); the SavedModels and the int8 exports against the model's own
+matmul chain, measured in the same run; static int8 against dynamic; the bf16 short request
+against the float32 one; and each int8 runtime's fidelity to float32.
 
   python3 tools/cpu_check.py --hf_python=/tmp/hfvenv/bin/python --kerashub_python=python3 \\
       --output_json=cpu_check.json
 
 It installs nothing. Each peer runs in the interpreter its flag names: --hf_python one with torch
-and transformers (tools/hf_torch_bench.py: python3 -m venv /tmp/hfvenv && /tmp/hfvenv/bin/pip
-install torch transformers numpy), --kerashub_python one with keras-hub (tools/kerashub_bench.py;
+and transformers, and for the serving bars onnxruntime and onnx (tools/hf_torch_bench.py:
+python3 -m venv /tmp/hfvenv && /tmp/hfvenv/bin/pip install torch transformers numpy onnxruntime
+onnx), --kerashub_python one with keras-hub (tools/kerashub_bench.py;
 albert_tf's own interpreter where keras-hub is installed). A peer whose flag is not given, or
 whose interpreter cannot import its packages, has its bars reported `skipped` with why.
 
@@ -16,32 +18,59 @@ The shape: --config (ALBERT-base), --batch_size x --seq_length (8 x 128), --num_
 for the forward and training steps (both sides: random weights, the same config; ours with
 tools/benchmark.py's defaults and --optimizer=adamw, as the peers' steps); the SavedModels'
 tokens signature at --serving_tokens (128), batch 1 and --serving_batch (8), and at
---short_tokens (8), batch 1; the int8 exports at --serving_tokens, batch 1, --serving_threads
-threads (default: every CPU thread, as the SavedModel's TensorFlow). Which bars apply is decided
-from albert_tf.core.hardware (the CPU's flags):
+--short_tokens (8), batch 1; the int8 exports at --short_tokens and --serving_tokens, batch 1,
+--serving_threads threads (default: every CPU thread, as the SavedModel's TensorFlow).
+
+Serving against what a user would pick instead: HF's ALBERT in tools/hf_torch_bench.py
+--mode=serving (under --hf_python, --serving_threads threads): torch eager float32, torch bf16
+autocast (where the CPU has bf16 units), torch dynamic int8, its ONNX export in ONNX Runtime
+float32 and dynamic int8. Ours: float32, the fastest of the float32 SavedModel and our float32
+LiteRT and ONNX exports (tools/benchmark.py's tflite and onnx, --serving_threads threads; run only
+where the HF peer runs, these bars being all they serve); bf16, the bfloat16 SavedModel; int8,
+the fastest int8 export. Each side's figure is its fastest runtime of that precision (rounds: the
+fastest of each runtime's median), at --short_tokens and --serving_tokens, batch 1; a runtime
+that failed is named in the bar's details and the rest still compete, and a side none of whose
+runtimes ran fails the bar (HF's ONNX runtimes need onnxruntime and onnx under --hf_python).
+
+The chain (tools/matmul_chain.py) is the encoder's GEMMs of one request alone, at the request's
+shapes, nothing else: the least that request can take in that runtime on this CPU. It is timed at
+the SavedModels' shapes in TensorFlow (float32, and bfloat16 where the CPU has bf16 units; every
+CPU thread, as the SavedModel), and at --serving_tokens, batch 1 in ONNX Runtime's dynamic int8
+(--serving_threads threads). The chain bars' limits are its figures, measured on the same
+machine in the same run, not multipliers per instruction set: the float32 SavedModel may take at
+most 1.5x its chain, and a faster precision must reach 0.8 of the speed-up the chain gets from it.
+Which bars apply is decided from albert_tf.core.hardware (the CPU's flags):
 
   float32_{forward,train}_vs_{hf_torch,keras_hub}  ours / the peer's seconds per step <= 0.9
                                     (<= 0.9x each peer is <= 0.9x the faster one)
   bf16_{forward,train}_vs_{...}     the same under mixed_bfloat16 (HF: torch autocast bf16),
                                     where the CPU has bf16 units (AMX-BF16 or AVX512-BF16)
-  bf16_saved_model_<T>x<B>          float32 SavedModel p50 / bfloat16 SavedModel p50 >= 2.5 on
-                                    AMX, >= 1.7 on AVX512-BF16 (T tokens, batch 1 and B)
-  best_int8_<T>x1                   float32 SavedModel p50 / the fastest int8 export's >= 8
-                                    with AMX-INT8, >= 5 with VNNI, >= 3 on AVX2
+  float32_saved_model_<T>x1_vs_chain  the float32 SavedModel's p50 / its float32 chain's <= 1.5,
+                                    at --short_tokens and --serving_tokens (T), batch 1
+  bf16_saved_model_<T>x<B>_vs_chain  the bfloat16 SavedModel's speed-up over the float32 one
+                                    (float32 p50 / bfloat16 p50) / the chain's (its float32 p50 /
+                                    its bfloat16 p50) >= 0.8, batch 1 and B, where the CPU has
+                                    bf16 units
+  best_int8_<T>x1_vs_chain          the fastest int8 export's speed-up over the float32
+                                    SavedModel / the chain's int8 speed-up over its float32
+                                    >= 0.8, on an x86 CPU with AVX2
   static_int8_vs_dynamic_<T>x1      the fastest static int8 export's p50 / the fastest dynamic
                                     one's of the same format (ONNX) <= 1, with VNNI or AMX-INT8
-  short_request_float32_vs_matmuls  the float32 SavedModel's p50 at --short_tokens, batch 1 /
-                                    its encoder's matmul FLOPs at the float32 GEMM probe's rate
-                                    (tools/benchmark.py's, measured in our float32 run) <= 2
-  short_request_bf16_vs_float32     the bfloat16 SavedModel's p50 there / the float32 one's
-                                    <= 1, where the CPU has bf16 units
+  short_request_bf16_vs_float32     the bfloat16 SavedModel's p50 at --short_tokens, batch 1 /
+                                    the float32 one's <= 1, where the CPU has bf16 units
+  serving_{float32,bf16,int8}_<T>x1_vs_peers  our fastest runtime's p50 at that precision / HF's
+                                    fastest's <= 0.9, at --short_tokens and --serving_tokens (T),
+                                    batch 1 (bf16: where the CPU has bf16 units); details name
+                                    each side's fastest runtime and every runtime's p50
 
+A speed-up bar's ours and theirs are the two speed-ups, its details the four p50s behind them.
 A bar that does not apply to the CPU (or whose peer is missing) has passed null and `skipped`
 saying why; a measurement that failed fails its bars, with `error`.
 
 Int8 fidelity (reported, not a bar): each int8 file timed is of one
 random-weight model, whose float32 outputs on the same ids are the reference
-(tools/benchmark.py --serving_fidelity): one line per runtime with pooled_cosine and
+(tools/benchmark.py --serving_fidelity, on rows of the longer of --serving_tokens and
+--short_tokens, the run's longest): one line per runtime with pooled_cosine and
 sequence_cosine (the lowest over rows, and over real tokens) and meets_goal (both >= 0.999).
 With --classifier_checkpoint (a fine-tuned classifier, its albert_config.json
 --classifier_config), every int8 runtime is also exported from it and compared on --fidelity_data
@@ -49,10 +78,11 @@ With --classifier_checkpoint (a fine-tuned classifier, its albert_config.json
 argmax_changed of its predicted classes (the goal: none changed).
 
 Each measurement is a program run in a process of its own (tools/benchmark.py,
-tools/hf_torch_bench.py, tools/kerashub_bench.py), its JSON lines read back: our figures are taken
-under the benchmark's own flag defaults, and no measurement inherits another's threads, memory or
-Keras policy. --rounds=N takes every measurement N times, round after round, and each bar reads
-the medians (a shared machine's peers moved by up to 20% between single runs).
+tools/matmul_chain.py, tools/hf_torch_bench.py, tools/kerashub_bench.py), its JSON lines read
+back: our figures are taken under the benchmark's own flag defaults, and no measurement inherits
+another's threads, memory or Keras policy. --rounds=N takes every measurement N times, round
+after round, and each bar reads the medians (a shared machine's peers moved by up to 20% between
+single runs).
 
 Prints one JSON line per bar (comparison, ours, theirs, unit, ratio, ratio_of, bar, passed,
 ours_is, theirs_is, and skipped / error / details), one per fidelity measurement, then a summary
@@ -79,6 +109,7 @@ from albert_tf.core import io as albert_io
 FLAGS = flags.FLAGS
 
 BENCHMARK = os.path.join(benchmark.REPO_ROOT, "tools", "benchmark.py")
+MATMUL_CHAIN = os.path.join(benchmark.REPO_ROOT, "tools", "matmul_chain.py")
 PRECISIONS = ("float32", "mixed_bfloat16")
 MODES = ("forward", "train")
 # Ours trains with the optimizer the peers' steps use (run_pretraining's default is LAMB: a few
@@ -104,12 +135,19 @@ PEERS = {
                       "give an interpreter with keras-hub (pip install keras-hub)"),
 }
 
-# The bars' thresholds.
+# The bars' thresholds: against the peers' steps; the float32 SavedModel's time over its matmul
+# chain's (the rest of a request: gathers, softmax, LayerNorm, GELU, the runtime's own work); a
+# faster precision's speed-up over float32 as a share of the chain's.
 STEP_BAR = 0.9
-BF16_SAVED_MODEL_BARS = (("amx_bf16", 2.5, "AMX-BF16"), ("avx512_bf16", 1.7, "AVX512-BF16"))
-INT8_BARS = (("amx_int8", 8.0, "AMX-INT8"), ("avx512_vnni", 5.0, "AVX512-VNNI"),
-             ("avx_vnni", 5.0, "AVX-VNNI"), ("avx2", 3.0, "AVX2"))
-SHORT_REQUEST_BAR = 2.0
+# Our fastest serving runtime against the peer's fastest of the same precision: the steps' 0.9.
+SERVING_PEER_BAR = STEP_BAR
+# The precisions of the serving bars against the peers (the lines' names: bfloat16 is bf16).
+SERVING_PRECISIONS = {"float32": "float32", "bfloat16": "bf16", "int8": "int8"}
+# Our float32 portable exports (tools/benchmark.py's PORTABLE_RUNTIMES) that compete with the
+# float32 SavedModel there: a user serving float32 could pick either.
+FLOAT32_PORTABLE = ("tflite", "onnx")
+CHAIN_BAR = 1.5
+SPEEDUP_SHARE_BAR = 0.8
 # The int8 fidelity goal: pooled and sequence cosine against float32, and no changed argmax.
 FIDELITY_GOAL = 0.999
 
@@ -117,12 +155,21 @@ Shape = collections.namedtuple("Shape", ["batch_size", "seq_length", "num_predic
                                          "serving_tokens", "serving_batch", "short_tokens"])
 BASE_SHAPE = Shape(8, 128, 20, 128, 8, 8)
 Bar = collections.namedtuple("Bar", ["op", "threshold"])
-# ratio "time": ours / theirs (lower is better); "speedup": theirs / ours. bar None when the CPU
-# lacks the units the bar is for; `skipped` then says why.
+# A bar's side: a measurement's key, or Speedup(slower, faster), the speed-up of one measurement
+# over another (slower's value / faster's: float32 p50 / bfloat16 p50).
+Speedup = collections.namedtuple("Speedup", ["slower", "faster"])
+# A bar's side: the fastest of several runtimes' measurements, members ((runtime, key), ...);
+# label names the side in the line's details (ours, hf_torch).
+Best = collections.namedtuple("Best", ["label", "members"])
+# ratio "time": ours / theirs (lower is better); "speedup": theirs / ours; "share": ours / theirs
+# of two speed-ups (higher is better). bar None when the CPU lacks the units the bar is for;
+# `skipped` then says why.
 Comparison = collections.namedtuple(
     "Comparison", ["name", "ours", "theirs", "ratio", "bar", "skipped", "ours_is", "theirs_is"])
 RATIO_OF = {"time": "ours / theirs (time: lower is faster)",
-            "speedup": "theirs / ours (speed-up: higher is faster)"}
+            "speedup": "theirs / ours (speed-up: higher is faster)",
+            "share": "ours / theirs (speed-ups: the share of the chain's that ours reaches, "
+                     "higher is faster)"}
 
 
 def define_flags():
@@ -156,8 +203,9 @@ def define_flags():
                        "bar reads the median of its rounds (3 steadies the verdicts on a shared "
                        "machine, at 3 times the run's length).", lower_bound=1)
   flags.DEFINE_integer("serving_threads", None,
-                       "The int8 exports' runtime threads (LiteRT, ONNX Runtime). Default: every "
-                       "CPU thread, as many as the SavedModel's TensorFlow uses.", lower_bound=1)
+                       "The portable exports' runtime threads (LiteRT, ONNX Runtime), and HF's "
+                       "serving runtimes'. Default: every CPU thread, as many as the "
+                       "SavedModel's TensorFlow uses.", lower_bound=1)
   flags.DEFINE_string("classifier_checkpoint", None,
                       "A fine-tuned classifier's checkpoint: every int8 runtime is also exported "
                       "from it and its outputs and predicted classes compared with float32's.")
@@ -184,9 +232,47 @@ def has_vnni(units):
   return units["avx512_vnni"] or units["avx_vnni"] or units["amx_int8"]
 
 
-def _first_bar(table, units):
-  """(threshold, unit name) of the first row of `table` whose unit the CPU has, or None."""
-  return next(((bar, name) for unit, bar, name in table if units[unit]), None)
+def chain_keys(precisions, token_counts, batch_sizes):
+  """The measurements' keys of the matmul chain: chain_<precision>_<T>x<B>, each combination."""
+  return [f"chain_{p}_{t}x{b}" for p in precisions for t in token_counts for b in batch_sizes]
+
+
+def portable_key(runtime, tokens):
+  """The measurement's key of our portable export `runtime` at `tokens`, batch 1."""
+  return f"portable_{runtime}_{tokens}x1"
+
+
+def peer_serving_key(runtime, tokens):
+  """The measurement's key of HF's serving `runtime` (hf_torch_bench.SERVING_RUNTIMES) at
+  `tokens`, batch 1."""
+  return f"hf_torch_serving_{runtime}_{tokens}x1"
+
+
+def peer_serving_runtimes(precisions):
+  """HF's serving runtimes (hf_torch_bench.SERVING_RUNTIMES' names) of `precisions`."""
+  return [name for name, (_, precision) in hf_torch_bench.SERVING_RUNTIMES.items()
+          if precision in precisions]
+
+
+def serving_members(side, precision, tokens):
+  """The runtimes one side of a serving bar against the peers picks its fastest from.
+
+  Args:
+    side: "ours" or "hf_torch".
+    precision: "float32", "bfloat16" or "int8".
+    tokens: the request's length (batch 1).
+
+  Returns:
+    ((runtime, its measurement's key), ...): ours the SavedModel of that precision (none for
+    int8) and our portable exports of it; HF's, its serving runtimes of it.
+  """
+  if side != "ours":
+    return tuple((name, peer_serving_key(name, tokens))
+                 for name in peer_serving_runtimes([precision]))
+  portable = {"float32": FLOAT32_PORTABLE, "bfloat16": (), "int8": int8_runtimes()}[precision]
+  saved_model = (() if precision == "int8" else
+                 (("saved_model", f"saved_model_{precision}_{tokens}x1"),))
+  return saved_model + tuple((r, portable_key(r, tokens)) for r in portable)
 
 
 def comparisons(shape, units, cpu):
@@ -217,19 +303,32 @@ def comparisons(shape, units, cpu):
             f"{about} {precision} {mode} step, seconds"))
   served = lambda precision, tokens, batch: (
       f"{precision} SavedModel, tokens signature, {tokens} tokens, batch {batch}, p50 ms")
-  saved_bar = _first_bar(BF16_SAVED_MODEL_BARS, units)
+  chain = lambda runtime, tokens, batch: (
+      f"its matmul chain in {runtime}, {tokens} tokens, batch {batch} (tools/matmul_chain.py)")
+  for tokens in sorted({short, t}):
+    out.append(Comparison(
+        f"float32_saved_model_{tokens}x1_vs_chain", f"saved_model_float32_{tokens}x1",
+        f"chain_float32_{tokens}x1", "time", Bar("<=", CHAIN_BAR), None,
+        served("float32", tokens, 1), chain("TensorFlow float32", tokens, 1) + ", p50 ms"))
   for batch in sorted({1, b}):
     out.append(Comparison(
-        f"bf16_saved_model_{t}x{batch}", f"saved_model_bfloat16_{t}x{batch}",
-        f"saved_model_float32_{t}x{batch}", "speedup",
-        Bar(">=", saved_bar[0]) if saved_bar else None, no_bf16,
-        served("bfloat16", t, batch), served("float32", t, batch)))
-  int8_bar = _first_bar(INT8_BARS, units)
+        f"bf16_saved_model_{t}x{batch}_vs_chain",
+        Speedup(f"saved_model_float32_{t}x{batch}", f"saved_model_bfloat16_{t}x{batch}"),
+        Speedup(f"chain_float32_{t}x{batch}", f"chain_bfloat16_{t}x{batch}"), "share",
+        None if no_bf16 else Bar(">=", SPEEDUP_SHARE_BAR), no_bf16,
+        f"the bfloat16 SavedModel's speed-up over the float32 one, {t} tokens, batch {batch} "
+        "(float32 p50 / bfloat16 p50)",
+        "the speed-up of " + chain("TensorFlow bfloat16", t, batch) + " over float32"))
+  no_avx2 = (None if units["avx2"] else
+             f"no AVX2 on {cpu}: the int8 bar is for x86 CPUs with AVX2 or more")
   out.append(Comparison(
-      f"best_int8_{t}x1", "best_int8", f"saved_model_float32_{t}x1", "speedup",
-      Bar(">=", int8_bar[0]) if int8_bar else None,
-      None if int8_bar else f"no AVX2 on {cpu}: the int8 bar is for x86 CPUs with AVX2 or more",
-      f"the fastest int8 export, {t} tokens, batch 1, p50 ms", served("float32", t, 1)))
+      f"best_int8_{t}x1_vs_chain", Speedup(f"saved_model_float32_{t}x1", "best_int8"),
+      Speedup(f"chain_float32_{t}x1", f"chain_int8_{t}x1"), "share",
+      None if no_avx2 else Bar(">=", SPEEDUP_SHARE_BAR), no_avx2,
+      f"the fastest int8 export's speed-up over the float32 SavedModel, {t} tokens, batch 1 "
+      "(float32 p50 / int8 p50)",
+      "the speed-up of " + chain("ONNX Runtime dynamic int8", t, 1) + " over its float32 in "
+      "TensorFlow"))
   out.append(Comparison(
       f"static_int8_vs_dynamic_{t}x1", "best_static_int8", "best_dynamic_int8", "time",
       Bar("<=", 1.0) if has_vnni(units) else None,
@@ -238,29 +337,102 @@ def comparisons(shape, units, cpu):
       f"the fastest static int8 export, {t} tokens, batch 1, p50 ms",
       f"the fastest dynamic int8 export of the same format, {t} tokens, batch 1, p50 ms"))
   out.append(Comparison(
-      "short_request_float32_vs_matmuls", f"saved_model_float32_{short}x1",
-      "short_request_matmuls", "time", Bar("<=", SHORT_REQUEST_BAR), None,
-      served("float32", short, 1),
-      f"its encoder's matmul FLOPs at {short} tokens, batch 1, at the float32 GEMM probe's "
-      "rate, ms"))
-  out.append(Comparison(
       "short_request_bf16_vs_float32", f"saved_model_bfloat16_{short}x1",
       f"saved_model_float32_{short}x1", "time", None if no_bf16 else Bar("<=", 1.0), no_bf16,
       served("bfloat16", short, 1), served("float32", short, 1)))
+  for precision, label in SERVING_PRECISIONS.items():
+    skipped = no_bf16 if precision == "bfloat16" else None
+    for tokens in sorted({short, t}):
+      ours, theirs = (serving_members(side, precision, tokens) for side in ("ours", "hf_torch"))
+      out.append(Comparison(
+          f"serving_{label}_{tokens}x1_vs_peers", Best("ours", ours), Best("hf_torch", theirs),
+          "time", None if skipped else Bar("<=", SERVING_PEER_BAR), skipped,
+          f"our fastest {precision} runtime of {', '.join(r for r, _ in ours)}, {tokens} "
+          "tokens, batch 1, p50 ms (tools/benchmark.py --mode=serving)",
+          f"HF ALBERT's fastest {precision} runtime of {', '.join(r for r, _ in theirs)}, "
+          f"{tokens} tokens, batch 1, p50 ms (tools/hf_torch_bench.py --mode=serving)"))
   return out
-
-
-def bar_units(units):
-  """Which thresholds apply on a CPU of `units`: {"bf16_saved_model": "AMX-BF16" or ..., or None,
-  "best_int8": "AMX-INT8" or ..., or None}, for the summary."""
-  saved, int8 = _first_bar(BF16_SAVED_MODEL_BARS, units), _first_bar(INT8_BARS, units)
-  return {"bf16_saved_model": saved and saved[1], "best_int8": int8 and int8[1]}
 
 
 # -- the verdicts ----------------------------------------------------------------------------------
 def holds(bar, ratio):
   """Whether `ratio` meets `bar` (a Bar)."""
   return ratio <= bar.threshold if bar.op == "<=" else ratio >= bar.threshold
+
+
+def resolved(side, measurements):
+  """The measurement a bar's side names.
+
+  Args:
+    side: a measurement's key, a Speedup of two, or a Best of several.
+    measurements: as comparison_line's.
+
+  Returns:
+    {"value", "unit", "details"?}; {"error"} naming the key that failed (or measured nothing a
+    ratio can divide by); {"skipped"}; or None when not measured. A Speedup's value is
+    slower / faster (unit "x"), its details each measurement's value, unit and details under
+    its key. A Best's is best_of_runtimes'.
+  """
+  if isinstance(side, Best):
+    return best_of_runtimes(side, measurements)
+  if isinstance(side, Speedup):
+    parts = [resolved(key, measurements) for key in side]
+    skipped = next((m for m in parts if m is not None and "skipped" in m), None)
+    failed = [m["error"] for m in parts if m is not None and "error" in m]
+    if skipped or failed or None in parts:
+      return skipped or ({"error": "; ".join(failed)} if failed else None)
+    slower, faster = parts
+    return {"value": round(slower["value"] / faster["value"], 4), "unit": "x",
+            "details": {key: {"value": m["value"], "unit": m["unit"], **m.get("details", {})}
+                        for key, m in zip(side, parts)}}
+  m = measurements.get(side)
+  if m is not None and "error" in m:
+    return {"error": f"{side}: {m['error']}"}
+  if m is not None and "value" in m and m["value"] <= 0:
+    # A p50 rounded to 0.00 ms: shorter than the lines' precision, no ratio to take.
+    return {"error": f"{side}: {m['value']} {m['unit']}, too short to compare at this shape"}
+  return m
+
+
+def best_of_runtimes(best, measurements):
+  """The fastest runtime of a Best side.
+
+  Args:
+    best: a Best.
+    measurements: as comparison_line's.
+
+  Returns:
+    {"value": the fastest runtime's value, "unit", "details": {<label>_best: that runtime,
+    <label>_p50_ms: {runtime: value} of every runtime that ran, and <label>_failed /
+    <label>_skipped: {runtime: why} of those that did not}}, where one ran; else {"error"}
+    naming every runtime's failure where one failed (or was not measured), {"skipped"} where
+    all were skipped, None where none was measured.
+  """
+  ran, failed, skipped, missing = {}, {}, {}, {}
+  unit = None
+  for runtime, key in best.members:
+    m = resolved(key, measurements)
+    if m is None:
+      missing[runtime] = f"{key}: not measured"
+    elif "value" in m:
+      ran[runtime], unit = m["value"], m["unit"]
+    elif "skipped" in m:
+      skipped[runtime] = m["skipped"]
+    else:
+      failed[runtime] = m["error"]
+  if not ran:
+    if failed:
+      # Each error names its measurement's key, and so its runtime.
+      return {"error": f"{best.label}: none of its runtimes ran: "
+                       + "; ".join({**failed, **missing}.values())}
+    return {"skipped": next(iter(skipped.values()))} if skipped else None
+  failed.update(missing)
+  fastest = min(ran, key=ran.get)
+  details = {f"{best.label}_best": fastest, f"{best.label}_p50_ms": ran}
+  for name, why in (("failed", failed), ("skipped", skipped)):
+    if why:
+      details[f"{best.label}_{name}"] = why
+  return {"value": ran[fastest], "unit": unit, "details": details}
 
 
 def comparison_line(comparison, measurements):
@@ -274,10 +446,11 @@ def comparison_line(comparison, measurements):
   Returns:
     {comparison, ours, theirs, unit, ratio, ratio_of, bar, passed, ours_is, theirs_is}, with
     `skipped` when the bar does not apply (passed null, whatever was measured), `error` when a
-    measurement failed (passed false), and `details`, the fields the measurements add.
+    measurement failed (passed false), and `details`, the fields the measurements add (a
+    speed-up's: the two measurements it is of).
   """
   c = comparison
-  ours, theirs = measurements.get(c.ours), measurements.get(c.theirs)
+  ours, theirs = resolved(c.ours, measurements), resolved(c.theirs, measurements)
   line = {"comparison": c.name, "ours": None, "theirs": None, "unit": None, "ratio": None,
           "ratio_of": RATIO_OF[c.ratio],
           "bar": f"{c.bar.op} {c.bar.threshold:g}" if c.bar else None,
@@ -285,16 +458,15 @@ def comparison_line(comparison, measurements):
   have = [m for m in (ours, theirs) if m is not None and "value" in m]
   if len(have) == 2:
     line.update(ours=ours["value"], theirs=theirs["value"], unit=ours["unit"])
-    ratio = (ours["value"] / theirs["value"] if c.ratio == "time"
-             else theirs["value"] / ours["value"])
+    ratio = (theirs["value"] / ours["value"] if c.ratio == "speedup"
+             else ours["value"] / theirs["value"])
     line["ratio"] = round(ratio, 4)
   details = {k: v for m in (ours, theirs) if m for k, v in m.get("details", {}).items()}
   if details:
     line["details"] = details
   skipped = c.skipped or next((m["skipped"] for m in (ours, theirs) if m and "skipped" in m),
                               None)
-  failures = [f"{key}: {m['error']}" for key, m in ((c.ours, ours), (c.theirs, theirs))
-              if m is not None and "error" in m]
+  failures = [m["error"] for m in (ours, theirs) if m is not None and "error" in m]
   if skipped:
     line["skipped"] = skipped
   elif failures or len(have) < 2:
@@ -318,8 +490,8 @@ def fidelity_meets_goal(line):
 
 
 def summary_line(lines, units, shape, peers):
-  """The last line: the CPU, the bars' thresholds on it, the verdict (passed null when every bar
-  was skipped), and the fidelity lines below the goal.
+  """The last line: the CPU and its units, the verdict (passed null when every bar was skipped),
+  and the fidelity lines below the goal.
 
   Args:
     lines: the bar and fidelity lines.
@@ -333,7 +505,7 @@ def summary_line(lines, units, shape, peers):
   below = [f"{line['fidelity']} ({line['model']})" for line in lines
            if "fidelity" in line and not line["meets_goal"]]
   return {"summary": "cpu_check", "cpu": hardware.describe(), "units": units,
-          "bf16_units": bool(has_bf16_units(units)), "thresholds_for": bar_units(units),
+          "bf16_units": bool(has_bf16_units(units)),
           "shape": shape._asdict(), "peers": peers,
           "passed": None if len(skipped) == len(bars) else not failed,
           "failed": failed, "skipped": skipped, "fidelity_below_goal": below,
@@ -398,6 +570,47 @@ def peer_unavailable(peer, python):
   return None
 
 
+def _peer_env():
+  # Peers must not load what they do not need (transformers would load TensorFlow beside torch).
+  return dict(os.environ, USE_TF="0", KERAS_BACKEND="tensorflow")
+
+
+def measure_peer_serving(python, config, token_counts, threads, runtimes):
+  """HF's serving runtimes (tools/hf_torch_bench.py --mode=serving, under `python`) at each of
+  `token_counts`, batch 1, in one run.
+
+  Args:
+    python: --hf_python.
+    config: --config.
+    token_counts: the requests' lengths.
+    threads: the runtimes' intra-op threads (--serving_threads).
+    runtimes: names of hf_torch_bench.SERVING_RUNTIMES.
+
+  Returns:
+    {"hf_torch_serving_<runtime>_<T>x1": p50 ms, or {"error"} / {"skipped"} as its line has
+    it (a runtime that cannot run here; onnxruntime missing), {"error"} where it printed none}.
+  """
+  argv = hf_torch_bench.serving_command(python, token_counts, batch_size=1, threads=threads,
+                                        config=config, runtimes=runtimes)
+  lines = _json_lines(argv, "hf_torch serving (hf_torch_bench.py --mode=serving)", _peer_env())
+  results = hf_torch_bench.serving_results(lines)
+  out = {}
+  for name in runtimes:
+    runtime, precision = hf_torch_bench.SERVING_RUNTIMES[name]
+    for tokens in token_counts:
+      line = results.get((runtime, precision, tokens, 1))
+      if line is None:
+        out[peer_serving_key(name, tokens)] = {
+            "error": f"tools/hf_torch_bench.py printed no {name} line at {tokens} tokens"}
+      elif "p50_ms" in line:
+        out[peer_serving_key(name, tokens)] = {"value": line["p50_ms"], "unit": "ms"}
+      else:
+        out[peer_serving_key(name, tokens)] = {
+            k: line[k] for k in ("skipped", "error") if k in line} or {
+                "error": f"tools/hf_torch_bench.py's {name} line has no p50_ms"}
+  return out
+
+
 def measure_peer(peer, python, config, shape, precisions, steps):
   """The peer's forward and training steps at each of `precisions`:
   {"<peer>_<mode>_<precision>"}, their details the peer's versions and threads."""
@@ -406,9 +619,8 @@ def measure_peer(peer, python, config, shape, precisions, steps):
       python, tool=about.tool, config=config, batch_size=shape.batch_size,
       seq_length=shape.seq_length, num_predictions=shape.num_predictions, mode=list(MODES),
       mixed_precision=list(precisions), steps=steps)
-  # Peers must not load what they do not need (transformers would load TensorFlow beside torch).
-  env = dict(os.environ, USE_TF="0", KERAS_BACKEND="tensorflow")
-  lines = _json_lines(argv, f"{peer} forward and train ({os.path.basename(about.tool)})", env)
+  lines = _json_lines(argv, f"{peer} forward and train ({os.path.basename(about.tool)})",
+                      _peer_env())
   out = {}
   for precision in precisions:
     for mode in MODES:
@@ -421,7 +633,7 @@ def measure_peer(peer, python, config, shape, precisions, steps):
 
 def measure_ours(config, shape, precision, steps):
   """Our forward and training step under `precision`, tools/benchmark.py's defaults otherwise:
-  {"ours_<mode>_<precision>"}, and under float32 "gemm_float32", the GEMM probe's rate."""
+  {"ours_<mode>_<precision>"}."""
   argv = _benchmark_command(
       config, "--mode=forward", "--mode=train", f"--mixed_precision={precision}",
       f"--optimizer={OPTIMIZER}", f"--batch_size={shape.batch_size}",
@@ -434,10 +646,6 @@ def measure_ours(config, shape, precision, steps):
     out[f"ours_{mode}_{precision}"] = {
         "value": line["seconds_per_step"], "unit": "s",
         "details": {"jit_compile": line["jit_compile"], "threads": line["threads"]}}
-  forward = _one(lines, "tools/benchmark.py", mode="forward")
-  if precision == "float32" and str(forward.get("peak_source")).startswith("GEMM probe"):
-    out["gemm_float32"] = {"value": forward["peak_tflops"], "unit": "TFLOP/s",
-                           "details": {"gemm_probe": forward["peak_source"]}}
   return out
 
 
@@ -460,15 +668,56 @@ def measure_saved_model(config, precision, shape):
   return out
 
 
-def run_int8(config, runtime, tokens, threads, *extra):
-  """One int8 runtime's run of tools/benchmark.py --mode=serving --serving_fidelity at `tokens`,
-  batch 1: (its p50 ms, its fidelity line)."""
+def run_portable(config, runtime, token_counts, threads, *extra, fidelity=True):
+  """One portable runtime's run of tools/benchmark.py --mode=serving at each of `token_counts`,
+  batch 1, with --serving_fidelity unless `fidelity` is False.
+
+  Args:
+    config: --config.
+    runtime: a name of PORTABLE_RUNTIMES.
+    token_counts: the requests' lengths (the fidelity rows are of the longest).
+    threads: its runtime's threads.
+    *extra: more flags of tools/benchmark.py.
+    fidelity: whether to compare its outputs with the float32 model's.
+
+  Returns:
+    ({tokens: its p50 ms}, its fidelity line, or None without `fidelity`).
+  """
   argv = _benchmark_command(
-      config, "--mode=serving", f"--serving_runtimes={runtime}", f"--serving_tokens={tokens}",
-      "--serving_batch_sizes=1", f"--serving_threads={threads}", "--serving_fidelity", *extra)
+      config, "--mode=serving", f"--serving_runtimes={runtime}",
+      f"--serving_tokens={','.join(map(str, token_counts))}", "--serving_batch_sizes=1",
+      f"--serving_threads={threads}", *(["--serving_fidelity"] if fidelity else []), *extra)
   lines = _json_lines(argv, f"the {runtime} export (tools/benchmark.py --mode=serving)")
-  served = _one(lines, "tools/benchmark.py", runtime=runtime, batch_size=1, tokens=tokens)
-  return served["p50_ms"], _one(lines, "tools/benchmark.py", mode="fidelity", runtime=runtime)
+  p50s = {t: _one(lines, "tools/benchmark.py", runtime=runtime, batch_size=1, tokens=t)["p50_ms"]
+          for t in token_counts}
+  return p50s, (_one(lines, "tools/benchmark.py", mode="fidelity", runtime=runtime)
+                if fidelity else None)
+
+
+def measure_portable(config, runtimes, token_counts, threads, fidelity=False):
+  """Each of `runtimes` at each of `token_counts`, batch 1, in its own run (one that fails
+  leaves the others).
+
+  Args:
+    config, token_counts, threads, fidelity: as run_portable's.
+    runtimes: names of PORTABLE_RUNTIMES.
+
+  Returns:
+    ({"portable_<runtime>_<T>x1": its p50 ms, or {"error"}}, {runtime: its fidelity line, or
+    {"error"}}: empty without `fidelity`).
+  """
+  out, fidelity_lines = {}, {}
+  for runtime in runtimes:
+    try:
+      p50s, line = run_portable(config, runtime, token_counts, threads, fidelity=fidelity)
+    except RuntimeError as e:
+      line = {"error": " ".join(str(e).split())}
+      p50s = dict.fromkeys(token_counts, line)
+    out.update({portable_key(runtime, t): p50 if isinstance(p50, dict) else
+                {"value": p50, "unit": "ms"} for t, p50 in p50s.items()})
+    if fidelity:
+      fidelity_lines[runtime] = line
+  return out, fidelity_lines
 
 
 def fidelity_report(runtime, model, fidelity):
@@ -515,18 +764,30 @@ def int8_measurements(each, threads):
   return m
 
 
-def measure_int8(config, runtimes, tokens, threads):
-  """Each int8 runtime at `tokens`, batch 1, in its own run (one that fails leaves the others):
-  (the int8 measurements, the fidelity lines of its random-weight model)."""
-  each, fidelity = {}, []
-  for runtime in runtimes:
-    try:
-      each[runtime], line = run_int8(config, runtime, tokens, threads)
-    except RuntimeError as e:
-      each[runtime] = line = {"error": " ".join(str(e).split())}
-    fidelity.append(fidelity_report(runtime, f"random weights of --config={config}",
-                                    line.get("error", line)))
-  return int8_measurements(each, threads), fidelity
+def measure_int8(config, runtimes, tokens, threads, also=()):
+  """Each int8 runtime at `tokens` (and `also`), batch 1, in its own run (one that fails leaves
+  the others).
+
+  Args:
+    config: --config.
+    runtimes: names of PORTABLE_RUNTIMES.
+    tokens: the int8 bars' request length (--serving_tokens).
+    threads: the runtimes' threads.
+    also: more request lengths timed in the same runs (for the bars against the peers): an
+      extra length costs its timed requests, where a run of its own would export again.
+
+  Returns:
+    (the int8 measurements at `tokens` and every runtime's "portable_<runtime>_<T>x1" at each
+    length, the fidelity lines of its random-weight model).
+  """
+  each, fidelity_lines = measure_portable(config, runtimes, sorted({tokens, *also}), threads,
+                                          fidelity=True)
+  at_tokens = {r: each[portable_key(r, tokens)] for r in runtimes}
+  p50s = {r: m.get("value", m) for r, m in at_tokens.items()}  # int8_measurements' form
+  fidelity = [fidelity_report(r, f"random weights of --config={config}",
+                              fidelity_lines[r].get("error", fidelity_lines[r]))
+              for r in runtimes]
+  return {**int8_measurements(p50s, threads), **each}, fidelity
 
 
 def measure_classifier(checkpoint, config_file, runtimes, tokens, threads, data=None):
@@ -537,26 +798,42 @@ def measure_classifier(checkpoint, config_file, runtimes, tokens, threads, data=
   lines = []
   for runtime in runtimes:
     try:
-      _, line = run_int8(config_file, runtime, tokens, threads, *extra)
+      _, line = run_portable(config_file, runtime, [tokens], threads, *extra)
     except RuntimeError as e:
       line = " ".join(str(e).split())
     lines.append(fidelity_report(runtime, f"classifier {checkpoint}", line))
   return lines
 
 
-def short_request_matmuls(config, tokens, gemm):
-  """{"short_request_matmuls"}: the ms the encoder's matmuls at `tokens`, batch 1, take at the
-  GEMM probe's rate (`gemm`: measure_ours's "gemm_float32" measurement, or {"error"})."""
-  if "value" not in gemm:
-    raise RuntimeError(f"no float32 GEMM rate: {gemm['error']}")
-  # The pretraining FLOPs without masked positions, less the sentence-order logits: what the
-  # SavedModel's tokens signature computes (the encoder: projection, blocks, pooler).
-  flops = (benchmark.pretraining_flops(config, 1, tokens, 0).forward
-           - 2 * config.hidden_size * 2)
-  return {"short_request_matmuls": {
-      "value": round(flops / (gemm["value"] * 1e12) * 1e3, 4), "unit": "ms",
-      "details": {"matmul_flops": flops, "gemm_float32_tflops": gemm["value"],
-                  **gemm.get("details", {})}}}
+def measure_chain(config, precisions, token_counts, batch_sizes, threads=None):
+  """The model's matmul chain (tools/matmul_chain.py), in a process of its own.
+
+  Args:
+    config: --config.
+    precisions, token_counts, batch_sizes: what to time, each combination.
+    threads: its --threads, or None for TensorFlow's own (every CPU thread, as the SavedModel).
+
+  Returns:
+    {"chain_<precision>_<T>x<B>": its p50 ms, or {"error"} where its line has one (int8
+    without the portable extra)}.
+  """
+  argv = [sys.executable, MATMUL_CHAIN, f"--config={config}",
+          f"--precisions={','.join(precisions)}",
+          f"--tokens={','.join(map(str, token_counts))}",
+          f"--batch_size={','.join(map(str, batch_sizes))}"]
+  argv += [f"--threads={threads}"] if threads else []
+  lines = _json_lines(argv, f"the {'/'.join(precisions)} matmul chain (tools/matmul_chain.py)")
+  out = {}
+  for precision in precisions:
+    for t in token_counts:
+      for batch in batch_sizes:
+        line = _one(lines, "tools/matmul_chain.py", precision=precision, tokens=t,
+                    batch_size=batch)
+        out[f"chain_{precision}_{t}x{batch}"] = (
+            {"error": line["error"]} if "error" in line else
+            {"value": line["p50_ms"], "unit": "ms",
+             "details": {"chain_threads": line["threads"], "chain_flops": line["flops"]}})
+  return out
 
 
 Plan = collections.namedtuple("Plan", ["config", "shape", "steps", "threads", "peers", "bf16",
@@ -570,9 +847,10 @@ def measure(plan):
   as {"error": ...} (it fails its bars), a peer not run as {"skipped": why}.
 
   Args:
-    plan: a Plan: config (name or path), shape, steps, threads (the int8 runtimes'), peers
-      ({peer: its interpreter, or None}), bf16 (whether to measure bf16), classifier (None, or
-      (checkpoint, its config file, fidelity data or None)), rounds.
+    plan: a Plan: config (name or path), shape, steps, threads (the portable exports', HF's
+      serving runtimes' and the int8 chain's), peers ({peer: its interpreter, or None}), bf16
+      (whether to measure bf16), classifier (None, or (checkpoint, its config file, fidelity
+      data or None)), rounds.
 
   Returns:
     ({key: {"value", "unit", "details"?} or {"error"} or {"skipped"}}, the first round's
@@ -600,9 +878,10 @@ def measure_once(plan):
   {"skipped": why}. Returns what measure does, for this round."""
   precisions = PRECISIONS if plan.bf16 else PRECISIONS[:1]
   m = {}
+  unavailable = {}
   for peer, python in plan.peers.items():
     keys = [f"{peer}_{mode}_{p}" for p in precisions for mode in MODES]
-    why = peer_unavailable(peer, python)
+    why = unavailable[peer] = peer_unavailable(peer, python)
     if why:
       m.update({key: {"skipped": why} for key in keys})
     else:
@@ -611,18 +890,38 @@ def measure_once(plan):
   for precision in precisions:
     _record(m, [f"ours_{mode}_{precision}" for mode in MODES],
             lambda p=precision: measure_ours(plan.config, plan.shape, p, plan.steps))
-  gemm = m.get("gemm_float32") or {"error": m["ours_forward_float32"].get(
-      "error", "our float32 forward line has no GEMM probe rate")}
-  _record(m, ("short_request_matmuls",), lambda: short_request_matmuls(
-      benchmark.load_config(plan.config), plan.shape.short_tokens, gemm))
+  s = plan.shape
   for precision in ("float32", "bfloat16")[:len(precisions)]:
-    s = plan.shape
     _record(m, [f"saved_model_{precision}_{t}x{b}" for t, b in (
         (s.serving_tokens, 1), (s.serving_tokens, s.serving_batch), (s.short_tokens, 1))],
             lambda p=precision: measure_saved_model(plan.config, p, plan.shape))
-  int8, fidelity = measure_int8(plan.config, int8_runtimes(), plan.shape.serving_tokens,
-                                plan.threads)
+  # The chain at the SavedModels' shapes in TensorFlow (batch --serving_batch for the bf16 bar
+  # only), and at the int8 exports' in ONNX Runtime, with their threads.
+  chain_precisions = ["float32", "bfloat16"][:len(precisions)]
+  serving_tokens = sorted({s.short_tokens, s.serving_tokens})
+  chain_tokens = serving_tokens
+  chain_batches = sorted({1, s.serving_batch}) if plan.bf16 else [1]
+  _record(m, chain_keys(chain_precisions, chain_tokens, chain_batches),
+          lambda: measure_chain(plan.config, chain_precisions, chain_tokens, chain_batches))
+  _record(m, chain_keys(["int8"], [s.serving_tokens], [1]),
+          lambda: measure_chain(plan.config, ["int8"], [s.serving_tokens], [1], plan.threads))
+  int8, fidelity = measure_int8(plan.config, int8_runtimes(), s.serving_tokens, plan.threads,
+                                also=serving_tokens)
   m.update(int8)
+  # The serving bars against the peers: HF's runtimes of the precisions measured here, and our
+  # float32 portable exports (the SavedModels and int8 exports are measured above). Those
+  # exports serve only these bars: without the peer they are not run.
+  runtimes = peer_serving_runtimes(["float32", "int8"] + (["bfloat16"] if plan.bf16 else []))
+  keys = [peer_serving_key(r, t) for r in runtimes for t in serving_tokens]
+  ours = [portable_key(r, t) for r in FLOAT32_PORTABLE for t in serving_tokens]
+  why = (unavailable["hf_torch"] if "hf_torch" in plan.peers
+         else peer_unavailable("hf_torch", None))
+  if why:
+    m.update({key: {"skipped": why} for key in keys + ours})
+  else:
+    _record(m, keys, lambda: measure_peer_serving(plan.peers["hf_torch"], plan.config,
+                                                  serving_tokens, plan.threads, runtimes))
+    m.update(measure_portable(plan.config, FLOAT32_PORTABLE, serving_tokens, plan.threads)[0])
   if plan.classifier:
     checkpoint, config_file, data = plan.classifier
     tokens = min(plan.shape.serving_tokens,
