@@ -231,14 +231,7 @@ def pretraining_loss(mlm, sop, batch):
 def time_steps(fn, warmup, steps):
   """Median seconds of `steps` calls of fn() after `warmup` untimed ones (torch's CPU ops have
   finished when they return)."""
-  for _ in range(warmup):
-    fn()
-  times = []
-  for _ in range(steps):
-    start = time.perf_counter()
-    fn()
-    times.append(time.perf_counter() - start)
-  return statistics.median(times)
+  return statistics.median(latencies(fn, warmup, steps)[0])
 
 
 def benchmark(args):
