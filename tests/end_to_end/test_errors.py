@@ -221,7 +221,7 @@ _EXTRAS_MODULES = ["safetensors", "tf2onnx", "onnx", "onnxruntime", "ai_edge_lit
 @pytest.mark.slow  # trains a step, fine-tunes a step, exports
 def test_the_plain_install_trains_fine_tunes_and_exports(tmp_path):
   """Without any extra's module: run_pretraining, run_classifier (train + eval) and
-  export_saved_model exit 0 (issue 29: an unconditional safetensors import broke all three)."""
+  export_saved_model exit 0 (an unconditional safetensors import once broke all three)."""
   r = _run_without(_EXTRAS_MODULES, "run_pretraining", PRETRAINING + [
       f"--albert_config_file={CONFIG}", f"--output_dir={tmp_path / 'pre'}"])
   assert r.returncode == 0, r.stderr[-3000:]

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import ORIGINAL_MODEL, TESTDATA, TF_STARTUP_NOTICES, run_binary
 
-# What users saw on runs that went well (issue 23), and TensorFlow's start-up notices.
+# What users saw on runs that went well, and TensorFlow's start-up notices.
 NOISE = (
     "E0000", "Traceback",
     "prism", "Falling back to DirectRunner", "apitools not found", "Discarding unparseable args",

@@ -1,4 +1,4 @@
-"""Exports never silent (issue 28): a run_ner checkpoint without its label_list.txt exports as a
+"""Exports never silent: a run_ner checkpoint without its label_list.txt exports as a
 token tagger (or is refused, asking for --head), never as a sentence classifier; the portable
 exports need --init_checkpoint unless --random_weights; a fine-tuning output_dir exports its
 model.ckpt-best, not its latest checkpoint; a SQuAD v2 head is refused in one line.

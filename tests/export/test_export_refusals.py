@@ -1,4 +1,4 @@
-"""No export overwrites anything or fails late on its output path (issue 37): export_onnx and
+"""No export overwrites anything or fails late on its output path: export_onnx and
 export_tflite refuse an --output_file that exists (unless --overwrite), is a directory or lies
 under a file, and export_tfhub an --export_path it cannot write, each in one `error:` line naming
 the flag, before any model is built; a file is written through a temporary in its directory that

@@ -243,7 +243,7 @@ def test_static_int8_agrees_with_float(static_exports, quant_format):
   keras, mask = static_exports["keras"], static_exports["features"]["input_mask"]
   assert sorted(outputs) == ["pooled_output", "probabilities", "sequence_output"]
   cosine = worst_cosine(outputs["sequence_output"], keras["sequence_output"], mask)
-  # The dynamic export's bar (test_portable_exports), issue 38's goal: 0.9996 with 7-bit
+  # The dynamic export's bar (test_portable_exports), the int8 fidelity goal: 0.9996 with 7-bit
   # weights on every x86 CPU, where 8-bit ones gave 0.973 on an AVX2 EPYC (MLAS saturating).
   assert cosine >= 0.999, cosine
   np.testing.assert_array_equal(outputs["probabilities"].argmax(-1),

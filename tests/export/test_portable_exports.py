@@ -106,7 +106,7 @@ def test_float_exports_equal_the_keras_model(classifier, file_name):
 def test_int8_exports_agree_with_float(classifier, file_name):
   outputs = _outputs(classifier, file_name)
   keras, mask = classifier["keras"], classifier["features"]["input_mask"]
-  # Issue 38's goal. ONNX int8 has 7-bit weights (reduce_range): with 8-bit ones MLAS's AVX2
+  # The int8 fidelity goal. ONNX int8 has 7-bit weights (reduce_range): with 8-bit ones MLAS's AVX2
   # kernel saturated (0.973 here on an AVX2 EPYC; 0.9998 now, the same on every x86 CPU).
   assert worst_cosine(outputs["sequence_output"], keras["sequence_output"], mask) >= 0.999
   np.testing.assert_array_equal(outputs["probabilities"].argmax(-1),

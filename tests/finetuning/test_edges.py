@@ -1,4 +1,4 @@
-"""Inputs at the edges end in a clear error naming the input, or in a correct result (issue 25):
+"""Inputs at the edges end in a clear error naming the input, or in a correct result:
 duplicate ids, HF export heads, configs from two sources, random heads in SavedModels, Beam's
 stale temporaries, truncated safetensors."""
 

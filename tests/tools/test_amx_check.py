@@ -1,4 +1,4 @@
-"""tools/amx_check.py, issue 32's AMX check under its earlier name, is tools/cpu_check.py now
+"""tools/amx_check.py, the AMX check under its earlier name, is tools/cpu_check.py now
 (tests/tools/test_cpu_check.py has the bars); and tools/hf_torch_bench.py, the HF torch peer both
 run: its config, command line and lines.
 

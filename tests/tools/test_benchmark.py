@@ -326,7 +326,7 @@ def test_fidelity_lines_compare_each_export_with_its_own_model():
   assert [l["mode"] for l in lines] == ["serving", "fidelity"] * 2
   assert fidelity["onnx"]["pooled_cosine"] >= 0.999999
   assert fidelity["onnx"]["sequence_cosine"] >= 0.999999
-  # Issue 38's goal, 0.999, on every x86 CPU: 7-bit weights (reduce_range) keep MLAS's AVX2
+  # The int8 fidelity goal, 0.999, on every x86 CPU: 7-bit weights (reduce_range) keep MLAS's AVX2
   # kernel from saturating (8-bit ones gave 0.943 pooled on an AVX2 EPYC, 0.9998 with them).
   assert 0.999 <= fidelity["onnx_int8"]["sequence_cosine"] < 0.999999
   assert 0.999 <= fidelity["onnx_int8"]["pooled_cosine"] <= 1.0

@@ -1,4 +1,4 @@
-"""Own data that cannot go silently wrong (issue 37): run_classifier's own CSV/TSV/JSONL files are
+"""Own data that cannot go silently wrong: run_classifier's own CSV/TSV/JSONL files are
 read as written or refused, naming file:line and the fix. Ragged rows, a column named twice, CSV
 quoting errors and fields of any size; scores that are not finite numbers; label names that are
 empty, that hold what the outputs join names with, or one number written two ways; and the
