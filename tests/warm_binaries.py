@@ -34,10 +34,6 @@ WARM = TRAINING | {"export_saved_model", "export_checkpoints", "export_tfhub", "
 # Variables TensorFlow (or its libraries) read while loading: a run that changes one runs cold.
 _READ_AT_LOAD = ("TF_", "CUDA", "XLA_", "OMP_", "KMP_", "MKL", "ONEDNN", "PYTHON", "LD_")
 
-# The environment the servers load in: a run is compared with it, not with os.environ at the
-# time of the run, which a test may have changed meanwhile.
-_LOAD_ENVIRONMENT = dict(os.environ)
-
 _servers = {}
 _lock = threading.Lock()
 
@@ -47,8 +43,7 @@ def can_run_warm(module, flags, env):
   warm start as from a fresh interpreter."""
   if module not in WARM or any(f in ("--help", "--helpfull", "--helpshort") for f in flags):
     return False
-  changed = {k for k in set(env) | set(_LOAD_ENVIRONMENT)
-             if env.get(k) != _LOAD_ENVIRONMENT.get(k)}
+  changed = {k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)}
   return not any(k.startswith(_READ_AT_LOAD) for k in changed)
 
 
@@ -58,8 +53,8 @@ class _Server:
   def __init__(self, flavor):
     self.log = tempfile.NamedTemporaryFile(prefix=f"warm_{flavor}_", suffix=".log", delete=False)
     self.process = subprocess.Popen([sys.executable, SERVER, flavor], cwd=REPO_ROOT,
-                                    env=_LOAD_ENVIRONMENT, stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=self.log)
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=self.log)
     if self._read(timeout=300) != "ready":
       raise RuntimeError(f"the warm server did not start: {self.tail()}")
 

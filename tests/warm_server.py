@@ -70,9 +70,8 @@ def _exit_code(code):
   return 1
 
 
-def _run_child(request, protocol_fds, loaded_environment):
-  """In the forked child: runs the binary as `python -m` does, then exits; never returns.
-  `loaded_environment`: the variables _load set, which the binary would have set itself."""
+def _run_child(request, protocol_fds):
+  """In the forked child: runs the binary as `python -m` does, then exits; never returns."""
   code = 1
   try:
     for fd in protocol_fds:
@@ -80,7 +79,6 @@ def _run_child(request, protocol_fds, loaded_environment):
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    os.environ.update(loaded_environment)
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
       target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
       os.dup2(target, fd)
@@ -116,11 +114,7 @@ def main():
   requests = sys.stdin.buffer
   answers = os.fdopen(os.dup(1), "wb")
   os.dup2(2, 1)  # what the imports print goes to the log, not into the answers
-  before = dict(os.environ)
   _load(flavor)
-  # TF_CPP_MIN_LOG_LEVEL, and TF_ENABLE_ONEDNN_OPTS for training: set where the user left them
-  # unset, as the binary sets them; a request that sets them runs cold (warm_binaries).
-  loaded = {k: v for k, v in os.environ.items() if before.get(k) != v}
   write_message(answers, "ready")
   while True:
     request = read_message(requests)
@@ -130,7 +124,7 @@ def main():
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-      _run_child(request, (requests.fileno(), answers.fileno()), loaded)
+      _run_child(request, (requests.fileno(), answers.fileno()))
     write_message(answers, pid)
     _, status = os.waitpid(pid, 0)
     write_message(answers, os.waitstatus_to_exitcode(status))
