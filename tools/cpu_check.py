@@ -300,7 +300,7 @@ def comparisons(shape, units, cpu):
             f"{label}_{mode}_vs_{peer}", f"ours_{mode}_{precision}", f"{peer}_{mode}_{precision}",
             "time", None if skipped else Bar("<=", STEP_BAR), skipped,
             f"our {precision} {mode} step, seconds ({step}; tools/benchmark.py)",
-            f"{about} {precision} {mode} step, seconds"))
+            f"{about.model} {precision} {mode} step, seconds"))
   served = lambda precision, tokens, batch: (
       f"{precision} SavedModel, tokens signature, {tokens} tokens, batch {batch}, p50 ms")
   chain = lambda runtime, tokens, batch: (
@@ -843,7 +843,8 @@ Plan = collections.namedtuple("Plan", ["config", "shape", "steps", "threads", "p
 def measure(plan):
   """Every measurement the bars need, plan.rounds times over (round after round, so that a
   slower minute of a shared machine falls on every side alike), each value the median of its
-  rounds, which its details list as "rounds". A measurement that failed in any round is recorded
+  rounds, which its details list as "<key>_rounds" (by key: a bar's line gathers both sides'
+  details into one). A measurement that failed in any round is recorded
   as {"error": ...} (it fails its bars), a peer not run as {"skipped": why}.
 
   Args:
@@ -868,7 +869,7 @@ def measure(plan):
       continue
     values = [m["value"] for m in each]
     combined[key] = dict(first, value=statistics.median(values),
-                         details=dict(first.get("details", {}), rounds=values))
+                         details=dict(first.get("details", {}), **{f"{key}_rounds": values}))
   return combined, rounds[0][1]
 
 

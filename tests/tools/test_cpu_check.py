@@ -192,6 +192,8 @@ def test_step_ratios_are_ours_over_each_peer():
   assert line["ratio"] == pytest.approx(0.7034, abs=1e-4) and line["passed"] is True
   assert line["details"] == {"jit_compile": False, "hf_torch_torch": "2.9"}
   assert line["ratio_of"].startswith("ours / theirs")
+  assert line["theirs_is"] == ("HF torch AlbertForPreTraining (bf16: torch.autocast) float32 "
+                               "forward step, seconds")
   # 1.02 / 1.16 = 0.879 passes; the bf16 forward, 0.81 / 0.69 = 1.17x keras-hub's, fails.
   assert lines["float32_forward_vs_keras_hub"]["ratio"] == pytest.approx(0.8793, abs=1e-4)
   assert lines["float32_forward_vs_keras_hub"]["passed"] is True
@@ -598,7 +600,8 @@ def test_rounds_give_each_measurement_its_median_and_a_failed_round_fails_it(mon
   m, fidelity = cpu_check.measure(plan)
   assert rounds == [3.0, 1.0, 2.0]
   assert m["ours_forward_float32"]["value"] == 2.0  # the median, not the mean or the last
-  assert m["ours_forward_float32"]["details"] == {"jit_compile": False, "rounds": [3.0, 1.0, 2.0]}
+  assert m["ours_forward_float32"]["details"] == {
+      "jit_compile": False, "ours_forward_float32_rounds": [3.0, 1.0, 2.0]}
   assert m["hf_torch_forward_float32"] == {"skipped": "no hf_torch"}
   assert m["best_int8"] == {"error": "export failed"}
   assert fidelity == [{"fidelity": "round 1"}]
