@@ -2,14 +2,12 @@
 device the step runs on; and a step's first trace, announced.
 
 XLA's CPU backend compiles matmuls to its own kernels and does not reach oneDNN's bfloat16 ones
-(AMX, AVX512-BF16), so under mixed_bfloat16 on a host without GPU or TPU the XLA step is about
-twice as slow as TensorFlow's own graph, which runs oneDNN (ALBERT-base, batch 8, seq 128, on a
-Xeon with AMX: train step 2.11 s with XLA against 1.07 s without, forward 0.67 s against 0.345
-s, 2026-12-02). There the step is compiled without XLA, and a warning says so. Where the CPU
-has no bfloat16 units (hardware.has_native_bf16(): neither AMX-BF16 nor AVX512-BF16), oneDNN has
-no bfloat16 kernels either, both paths convert element by element, and XLA was not the slower one
-(an AVX2 EPYC: bf16 forward 3.4 s with XLA against 4.0 s without), so the request stands. The
-rule:
+(AMX, AVX512-BF16), so under mixed_bfloat16 on a host without GPU or TPU the XLA step is the
+slower one, about twice TensorFlow's own graph, which runs oneDNN (figures: docs/speed.md, "XLA
+on a CPU"). There the step is compiled without XLA, and a warning says so. Where the CPU has no
+bfloat16 units (hardware.has_native_bf16(): neither AMX-BF16 nor AVX512-BF16), oneDNN has no
+bfloat16 kernels either, both paths convert element by element, and XLA is not the slower one,
+so the request stands. The rule:
 
   --jit_compile   mixed_bfloat16   step runs on                 compiled with XLA
   false           any              any                          no
