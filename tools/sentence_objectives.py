@@ -285,7 +285,7 @@ def pretrain(s, model_dir, input_file, sentence_weight):
   """Trains one model to s["train_steps"] in model_dir (resuming; nothing when it is there)."""
   if os.path.exists(os.path.join(model_dir, f"model.ckpt-{s['train_steps']}.index")):
     return False
-  from albert_tf.training.pretraining import PretrainingJob
+  from albert_tf.tasks.pretraining.job import PretrainingJob
   PretrainingJob(job_settings(s, model_dir, input_file,
                               sentence_order_loss_weight=sentence_weight)).run()
   return True
@@ -294,7 +294,7 @@ def pretrain(s, model_dir, input_file, sentence_weight):
 def evaluate(s, model_dir, eval_dir, input_file, records):
   """run_pretraining --do_train=false --do_eval --init_checkpoint=model_dir on input_file:
   every record once (but a last partial batch). Returns eval_results.txt as {key: float}."""
-  from albert_tf.training.pretraining import PretrainingJob
+  from albert_tf.tasks.pretraining.job import PretrainingJob
   batch = min(64, records)
   PretrainingJob(job_settings(s, eval_dir, input_file, init_checkpoint=model_dir,
                               do_train=False, do_eval=True, eval_batch_size=batch,

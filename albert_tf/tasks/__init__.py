@@ -1,7 +1,7 @@
-"""Fine-tuning tasks, one package each (classifier, race, squad, ...): its data reading,
-features, objective, job and export, on top of what every task shares (albert_tf.finetuning,
-albert_tf.export, albert_tf.training, albert_tf.models). Nothing outside albert_tf.tasks imports a
-task, except its binary (albert_tf/run_<task>.py).
+"""The tasks, one package each (the fine-tuning tasks classifier, race, squad, ..., and
+pretraining): its data reading, features, objective, job and export, on top of what every task
+shares (albert_tf.finetuning, albert_tf.export, albert_tf.training, albert_tf.models). Nothing
+outside albert_tf.tasks imports a task, except its binary (albert_tf/run_<task>.py).
 
 A task's `__init__.py` imports nothing (no TensorFlow: albert_tf.registry reads it on
 `import albert_tf`) and declares the Keras classes the task brings, class name -> the module that

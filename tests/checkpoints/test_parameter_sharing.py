@@ -209,7 +209,7 @@ def test_sentence_order_loss_weight():
 def test_variant_trains_saves_reloads_and_exports(sharing, tmp_path):
   from albert_tf.core import settings
   from albert_tf.export.saved_model import ServingModule, export_saved_model
-  from albert_tf.training.pretraining import PretrainingJob
+  from albert_tf.tasks.pretraining.job import PretrainingJob
   with open(os.path.join(ORIGINAL_MODEL, "albert_config.json")) as f:
     values = dict(json.load(f), parameter_sharing=sharing)
   config_file = str(tmp_path / "albert_config.json")

@@ -26,9 +26,9 @@ from albert_tf.export.tfhub_preprocessing import HubPreprocessor
 from albert_tf.tasks.classifier.export import ClassifierServingModule
 from albert_tf.tasks.ner.export import NerServingModule
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
+from albert_tf.tasks.pretraining import job as pretraining_job
 from albert_tf.tasks.squad.export import SquadServingModule
 from albert_tf.tokenization.in_graph_cmrc import CmrcInGraphTokenizer
-from albert_tf.training import pretraining
 from albert_tf.training.job import Job
 from helpers import ORIGINAL_MODEL, TESTDATA
 
@@ -104,10 +104,10 @@ def test_dynamic_masking_reads_the_special_ids_of_the_settings_tokenizer(monkeyp
     def convert_tokens_to_ids(self, tokens):
       return [{"[CLS]": 7, "[SEP]": 8, "[MASK]": 9}[token] for token in tokens]
 
-  monkeypatch.setattr(pretraining, "FullTokenizer", Tokenizer)
+  monkeypatch.setattr(pretraining_job, "FullTokenizer", Tokenizer)
   job = types.SimpleNamespace(config=_config(), settings=_pretraining(
       masked_lm_budget=0.15, tokenizer=TokenizerSettings(spm_model_file=SPM)))
-  masking = pretraining.PretrainingJob._dynamic_masking(job)
+  masking = pretraining_job.PretrainingJob._dynamic_masking(job)
   assert opened == [SPM]
   assert (masking.cls_id, masking.sep_id, masking.mask_id) == (7, 8, 9)
 

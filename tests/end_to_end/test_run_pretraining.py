@@ -114,7 +114,7 @@ PAUSED_RUN = """
 import sys, time
 from albert_tf.core import onednn, settings
 onednn.turn_on_for_training()
-from albert_tf.training.pretraining import PretrainingJob
+from albert_tf.tasks.pretraining.job import PretrainingJob
 output_dir, original = sys.argv[1:]
 job = PretrainingJob(settings.PretrainingSettings(
     output_dir=output_dir, input_file=original + "/eval.tfrecord", max_predictions_per_seq=5,

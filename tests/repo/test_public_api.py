@@ -22,7 +22,7 @@ TESTDATA = os.path.join(REPO_ROOT, "tests", "testdata")
 MOVED_0_2_0 = os.path.join(TESTDATA, "api_0.2.0_moved_modules.json")
 # The modules that declare names which left them.
 DECLARING_MOVED_NAMES = ("albert_tf.core.config", "albert_tf.models", "albert_tf.layers",
-                         "albert_tf.checkpoints.ours")
+                         "albert_tf.checkpoints.ours", "albert_tf.training.pretraining")
 
 
 def _read(path):
@@ -146,7 +146,8 @@ def test_the_moved_names_are_those_0_2_0_documented():
       "albert_tf.layers.SpanLogits", "albert_tf.layers.SquadV2Head",
       "albert_tf.checkpoints.ours.load_checkpoint",
       "albert_tf.checkpoints.ours.checkpoint_global_step",
-      "albert_tf.tasks.classifier.settings.wanted_splits"}
+      "albert_tf.tasks.classifier.settings.wanted_splits",
+      "albert_tf.training.pretraining.PretrainingJob"}
 
 
 @pytest.mark.parametrize("old,new", [(o, n) for o, n in _moved_names()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from albert_tf.core import settings
-from albert_tf.training.pretraining import PretrainingJob
+from albert_tf.tasks.pretraining.job import PretrainingJob
 from helpers import ORIGINAL_MODEL, assert_same_checkpoint_values, run_binary, run_workers
 from packing_records import make_records, short_lengths, write_records
 

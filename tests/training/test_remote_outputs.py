@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from albert_tf.core import settings
 from albert_tf.tasks.classifier.job import ClassifierJob
-from albert_tf.training.pretraining import PretrainingJob
+from albert_tf.tasks.pretraining.job import PretrainingJob
 from albert_tf.tasks.classifier import settings as classifier_settings
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from albert_tf.core import errors, settings
-from albert_tf.training.pretraining import PretrainingJob
+from albert_tf.tasks.pretraining.job import PretrainingJob
 from helpers import ORIGINAL_MODEL, TESTDATA, assert_same_checkpoint_values
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")

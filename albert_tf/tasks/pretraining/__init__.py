@@ -1,0 +1,1 @@
+"""Masked LM and sentence-order pretraining: run_pretraining's flags, main and job."""
