@@ -1,8 +1,9 @@
 """The warm start of tests/warm_binaries.py, run as `python3 tests/warm_server.py <flavor>`: loads
 TensorFlow, Keras and albert_tf's jobs as a binary's main() does (quiet start-up first; for the
-"training" flavor, oneDNN turned on first, as the training binaries do), then serves requests
-read from stdin: for each, it forks a child that runs `python -m albert_tf.<module> <argv>` in
-itself, and answers with the child's pid, then its exit status.
+"training" flavor, oneDNN turned on first, as the training binaries do), answers "ready" with the
+environment it was launched with and the variables its start-up set, then serves requests read
+from stdin: for each, it forks a child that runs `python -m <module> <argv>` or
+`python <script> <argv>` in itself, and answers with the child's pid, then its exit status.
 
 Safe to fork: nothing here runs a TensorFlow op or creates a thread pool (importing TensorFlow
 lists the devices only), so a child starts as a fresh interpreter would after its imports.
@@ -18,13 +19,11 @@ import struct
 import sys
 import traceback
 
-import numpy
-
 # What the binaries load before their work starts; loaded here once, not in every child.
 PRELOADED = (
     "keras",
     "albert_tf.models",
-    "albert_tf.training.pretraining",
+    "albert_tf.tasks.pretraining.job",
     "albert_tf.training.runner",
     "albert_tf.finetuning.job",
     "albert_tf.tasks.classifier.job",
@@ -51,13 +50,31 @@ def write_message(stream, value):
 
 
 def _load(flavor):
+  """Loads what the binaries load; returns the line turn_on_for_training gave (None: it did not
+  turn oneDNN on), for the children to give back as a fresh process's call would."""
   from albert_tf.core import onednn, startup
-  if flavor == "training":
-    onednn.turn_on_for_training()
+  turned_on = onednn.turn_on_for_training() if flavor == "training" else None
   startup.quiet_tensorflow_startup()
   import tensorflow  # noqa: F401 -- loaded once here, for every child
   for name in PRELOADED:
     importlib.import_module(name)
+  return turned_on
+
+
+def startup_variables(launch_env, environ):
+  """The variables a start-up set: {name: value} of `environ` (after it) that `launch_env` (before
+  it) left unset.
+
+  The clients take a start-up to set a variable only where it is unset (quiet_tensorflow_startup's
+  setdefault, turn_on_for_training's check), as it then does in every fresh binary whatever its
+  environment: a start-up that changes or removes a value it was launched with would do so in a
+  fresh binary given that value too, which the clients do not model, so it is refused here.
+  """
+  changed = sorted(k for k, v in launch_env.items() if environ.get(k) != v)
+  if changed:
+    raise RuntimeError(f"the start-up changed or removed {changed}: the warm start only models "
+                       "a start-up that sets unset variables")
+  return {k: v for k, v in environ.items() if k not in launch_env}
 
 
 def _exit_code(code):
@@ -70,15 +87,56 @@ def _exit_code(code):
   return 1
 
 
-def _run_child(request, protocol_fds):
-  """In the forked child: runs the binary as `python -m` does, then exits; never returns."""
+class _FlavorGuard:
+  """Stands in for onednn.turn_on_for_training in a child, where TensorFlow is loaded already (the
+  real one then does nothing): answers as the call would in a fresh process of the request's
+  environment, and ends a run whose fresh process would load TensorFlow otherwise than this
+  server did, which would not be the run a fresh interpreter makes."""
+
+  def __init__(self, flavor, turned_on, added):
+    self.flavor, self.turned_on, self.added = flavor, turned_on, added
+    self.called = False
+
+  def __call__(self):
+    from albert_tf.core import onednn
+    first, self.called = not self.called, True
+    if self.flavor == "training":
+      # A fresh process sets the variable (and says so) where the request left it unset: the
+      # start-up variables the client added to its environment.
+      return self.turned_on if first and onednn.VARIABLE in self.added else None
+    if onednn.VARIABLE not in os.environ and onednn.applies():
+      raise SystemExit("warm start: this run turns oneDNN on before TensorFlow loads, which the "
+                       "serving server loaded without it: run it in the training flavor")
+    return None
+
+  def check_exit(self, code):
+    """The exit status to give for a script of the training flavor that ended without asking for
+    oneDNN: its fresh process would have loaded TensorFlow without it. (Scripts only: their
+    callers choose the flavor; a training binary asks in running_job whenever its flags parse.)"""
+    if self.flavor == "training" and code == 0 and not self.called:
+      print("warm start: this run never turned oneDNN on (albert_tf.core.onednn), which the "
+            "training server loaded TensorFlow with: run it in the serving flavor",
+            file=sys.stderr)
+      return 1
+    return code
+
+
+def _run_child(request, protocol_fds, flavor, turned_on):
+  """In the forked child: runs the module as `python -m` does, or the script as `python <script>`
+  does, then exits; never returns."""
   code = 1
   try:
     for fd in protocol_fds:
       os.close(fd)
     os.chdir(request["cwd"])
+    # The request's environment with the start-up's variables, as a fresh binary's after its
+    # start-up; what onednn keeps of whether it set its variable follows it.
     os.environ.clear()
     os.environ.update(request["env"])
+    from albert_tf.core import onednn
+    onednn._set_here = onednn.VARIABLE in request["added"]
+    guard = _FlavorGuard(flavor, turned_on, request["added"])
+    onednn.turn_on_for_training = guard
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
       target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
       os.dup2(target, fd)
@@ -86,19 +144,27 @@ def _run_child(request, protocol_fds):
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    sys.path[0] = os.getcwd()  # as `python -m` sets it
+    script = request.get("script")
+    # As `python <script>` and `python -m` set it (a script's folder with its links resolved).
+    sys.path[0] = os.path.dirname(os.path.realpath(script)) if script else os.getcwd()
     # Random state as a fresh interpreter's, not a copy of the server's shared by every child.
+    import numpy  # loaded by the server already
     random.seed()
     numpy.random.seed()
-    sys.argv = [request["module"]] + list(request["argv"])
+    sys.argv = [script or request["module"]] + list(request["argv"])
     try:
-      runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+      if script:
+        runpy.run_path(script, run_name="__main__")
+      else:
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
       code = 0
     except SystemExit as e:
       code = _exit_code(e.code)
     except BaseException:  # noqa: BLE001 -- printed as the interpreter prints it, status 1
       traceback.print_exc()
       code = 1
+    if script:
+      code = guard.check_exit(code)
     atexit._run_exitfuncs()  # what the interpreter runs at exit
   finally:
     for stream in (sys.stdout, sys.stderr):
@@ -114,8 +180,11 @@ def main():
   requests = sys.stdin.buffer
   answers = os.fdopen(os.dup(1), "wb")
   os.dup2(2, 1)  # what the imports print goes to the log, not into the answers
-  _load(flavor)
-  write_message(answers, "ready")
+  # Taken before the loading: a fresh binary loads the same, so what that sets is its start-up's.
+  launch_env = dict(os.environ)
+  turned_on = _load(flavor)
+  write_message(answers, {"launch_env": launch_env,
+                          "startup_env": startup_variables(launch_env, os.environ)})
   while True:
     request = read_message(requests)
     if request is None:
@@ -124,7 +193,7 @@ def main():
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-      _run_child(request, (requests.fileno(), answers.fileno()))
+      _run_child(request, (requests.fileno(), answers.fileno()), flavor, turned_on)
     write_message(answers, pid)
     _, status = os.waitpid(pid, 0)
     write_message(answers, os.waitstatus_to_exitcode(status))

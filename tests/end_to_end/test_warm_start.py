@@ -1,16 +1,24 @@
-"""A binary run from the suite's warm start (tests/warm_binaries.py) is the run a fresh
-interpreter makes: the same checkpoint, bit for bit, the same exit status and error line. Which
-runs go cold is decided by can_run_warm."""
+"""A binary or tool run from the suite's warm start (tests/warm_binaries.py) is the run a fresh
+interpreter makes: the same checkpoint, bit for bit, the same exit status and error line, the
+same environment after the start-up. Which runs go cold is decided by can_run_warm (its
+environment rule, warm_environment, against what the server loaded TensorFlow with)."""
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 import warm_binaries
+import warm_server
+from albert_tf.core import onednn
 from helpers import (ORIGINAL_MODEL, TESTDATA, assert_same_checkpoint_values, run_binary)
+from repo_paths import TESTS
 
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
 GLUE = os.path.join(TESTDATA, "original_finetuning", "glue", "glue_data")
+PROBE = os.path.join(TESTS, "warm_env_probe.py")
 
 
 def _classifier(output_dir, *extra):
@@ -51,3 +59,98 @@ def test_what_runs_cold():
   assert not warm_binaries.can_run_warm("run_classifier", [], dict(env, TF_ENABLE_ONEDNN_OPTS="0"))
   assert not warm_binaries.can_run_warm("run_classifier", [], dict(env, PYTHONPATH="/elsewhere"))
   assert warm_binaries.can_run_warm("run_classifier", [], dict(env, ALBERT_SOMETHING="1"))
+
+
+def test_a_run_is_warm_where_its_fresh_process_loads_as_the_server_did():
+  launch = {"PATH": "/bin", "OMP_NUM_THREADS": "2"}
+  startup = {"TF_CPP_MIN_LOG_LEVEL": "1", "TF_ENABLE_ONEDNN_OPTS": "1"}
+  fresh = lambda env: warm_binaries.warm_environment(env, launch, startup)
+  # The start-up's variables where the run leaves them unset, as its fresh start-up sets them;
+  # set to the same values (what an in-process start-up leaves in os.environ), the same run.
+  assert fresh(dict(launch, HOME="/h")) == dict(launch, HOME="/h", **startup)
+  assert fresh(dict(launch, TF_CPP_MIN_LOG_LEVEL="1")) == dict(launch, **startup)
+  assert fresh(dict(launch, PATH="/usr/bin"))["PATH"] == "/usr/bin"  # not read at load
+  # Another value of a variable read at load than the server loaded with, or one given or left
+  # out: cold.
+  assert fresh(dict(launch, TF_CPP_MIN_LOG_LEVEL="0")) is None
+  assert fresh(dict(launch, TF_ENABLE_ONEDNN_OPTS="0")) is None
+  assert fresh(dict(launch, OMP_NUM_THREADS="4")) is None
+  assert fresh(dict(launch, XLA_FLAGS="--xla_cpu_use_thunk_runtime=false")) is None
+  assert fresh({"PATH": "/bin"}) is None
+
+
+def test_the_start_up_only_sets_variables_left_unset():
+  """What warm_environment relies on: a binary's start-up keeps a value it was given (here both
+  of them, before TensorFlow would load), and the server refuses a start-up that does not."""
+  code = ("import os; from albert_tf.core import onednn, startup; "
+          "startup.quiet_tensorflow_startup(); onednn.turn_on_for_training(); "
+          "print(os.environ['TF_CPP_MIN_LOG_LEVEL'], os.environ['TF_ENABLE_ONEDNN_OPTS'])")
+  given = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
+  result = subprocess.run([sys.executable, "-c", code], env=given, capture_output=True,
+                          text=True, timeout=120, check=True)
+  assert result.stdout.split() == ["2", "0"], result.stderr[-2000:]
+  assert warm_server.startup_variables({"A": "1"}, {"A": "1", "B": "2"}) == {"B": "2"}
+  for after in ({"A": "2"}, {}):
+    with pytest.raises(RuntimeError, match=r"changed or removed \['A'\]"):
+      warm_server.startup_variables({"A": "1"}, after)
+
+
+def test_what_this_process_sets_after_the_server_started_changes_no_answer(monkeypatch):
+  """Runs are judged against what the server loaded with, not against os.environ now."""
+  server = warm_binaries.server("training")
+  loaded = dict(server.launch_env, **server.startup_env)
+  assert "TF_CPP_MIN_LOG_LEVEL" in loaded  # the quiet start-up's, where not the launch's
+  # An in-process start-up sets the server's start-up variables here: runs stay warm.
+  for name, value in server.startup_env.items():
+    monkeypatch.setenv(name, value)
+  assert warm_binaries.can_run_warm("run_classifier", [], dict(os.environ))
+  # Another value read at load here: a run given os.environ now goes cold, one given the server's
+  # environment stays warm.
+  monkeypatch.setenv("OMP_NUM_THREADS", loaded.get("OMP_NUM_THREADS", "") + "1")
+  assert not warm_binaries.can_run_warm("run_classifier", [], dict(os.environ))
+  assert warm_binaries.can_run_warm("run_classifier", [], server.launch_env)
+  monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0" if loaded["TF_CPP_MIN_LOG_LEVEL"] != "0" else "2")
+  assert not warm_binaries.can_run_warm("run_classifier", [], dict(os.environ))
+  assert warm_binaries.can_run_warm("run_classifier", [], server.launch_env)
+
+
+def _probe(flavor, env, cold=False):
+  flags = ["--training"] if flavor == "training" else []
+  result = warm_binaries.run_script(PROBE, flags, flavor=flavor, env=env, cold=cold, timeout=120)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("flavor, env", [
+    ("serving", {}),
+    ("training", {}),
+    # Given by the user, not set by the start-up: passed on to the children TensorFlow's default
+    # is for (onednn.child_environment), and not logged as turned on.
+    ("training", {onednn.VARIABLE: "1"}),
+])
+def test_a_warm_script_starts_as_a_fresh_one(flavor, env):
+  """Its os.environ after the start-up (the start-up's variables in it where the run left them
+  unset), what onednn says and passes on, and sys.argv, sys.path[0], __file__ and __name__ as
+  `python3 <script>` sets them."""
+  environment = dict(os.environ, **env)
+  server = warm_binaries.server(flavor)
+  fits = server.environment(environment) is not None
+  if env and not fits:
+    pytest.skip("the server loaded TensorFlow with another TF_ENABLE_ONEDNN_OPTS here (no AVX2, "
+                "or the user's value): that run goes cold")
+  assert fits  # it runs warm
+  warm, cold = _probe(flavor, env), _probe(flavor, env, cold=True)
+  assert warm == cold
+  added = server.startup_env
+  assert {k: warm["environ"][k] for k in added} == dict(added, **{
+      k: v for k, v in environment.items() if k in added})
+
+
+def test_a_script_run_in_the_other_flavor_fails_saying_so():
+  """The server cannot load TensorFlow again: a run whose fresh process would load it otherwise
+  (oneDNN on or off) must not pass for that run."""
+  result = warm_binaries.run_script(PROBE, [], flavor="training", timeout=120)
+  assert result.returncode == 1 and "run it in the serving flavor" in result.stderr
+  if onednn.applies() and onednn.VARIABLE not in os.environ:
+    result = warm_binaries.run_script(PROBE, ["--training"], flavor="serving", timeout=120)
+    assert result.returncode == 1 and "run it in the training flavor" in result.stderr

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-# repo_paths, not helpers.py: helpers imports TensorFlow, which only the tool's processes need
-# (seconds of this test's time).
+# repo_paths and warm_binaries, not helpers.py: helpers imports TensorFlow, which only the tool's
+# processes need (seconds of this test's time).
+import warm_binaries
 from repo_paths import REPO_ROOT
 
 DATA = os.path.join(REPO_ROOT, "tests", "testdata", "original_pretraining_data")
@@ -28,9 +29,11 @@ JSONL_DIFFERING = [15, 23, 33, 159, 231, 271]
 RUN = re.compile(r"(\S)\1\1")  # three or more of one character
 
 
-def run_tool(*flags):
-  return subprocess.run([sys.executable, TOOL] + list(flags), cwd=REPO_ROOT, capture_output=True,
-                        text=True, timeout=300)
+def run_tool(*flags, warm=False):
+  """The tool's run; with warm, from the suite's warm start (tests/warm_binaries.py), for the
+  runs that count (TensorFlow's tokenizer loaded); the refusals run fresh, as they come before
+  TensorFlow would load."""
+  return warm_binaries.run_script(TOOL, flags, cwd=REPO_ROOT, timeout=300, cold=not warm)
 
 
 def _summary(result):
@@ -61,7 +64,7 @@ def test_fixture_corpus_counts_and_examples(jsonl_corpus):
   path, texts = jsonl_corpus
   # Small batches and progress every batch: counts must not depend on where batches end.
   result = run_tool(f"--input_file={CORPUS},{path}", f"--spm_model_file={SPM}", "--examples=50",
-                    "--batch_size=300", "--progress_seconds=0")
+                    "--batch_size=300", "--progress_seconds=0", warm=True)
   summary = _summary(result)
   assert summary == {
       "lines": 2119 + 406, "differing": 21 + 6, "repeated_run_ties": 27,
@@ -96,7 +99,7 @@ def test_corpus_without_repeated_runs_agrees(tmp_path):
   # Past --max_lines: never read, though it would differ.
   (tmp_path / "part2.txt").write_text("Value comparisons =================\n", encoding="utf-8")
   result = run_tool(f"--input_file={tmp_path}/part*.txt", f"--spm_model_file={SPM}",
-                    "--max_lines=1905")
+                    "--max_lines=1905", warm=True)
   summary = _summary(result)
   assert (summary["lines"], summary["differing"], summary["repeated_run_ties"]) == (1905, 0, 0)
   assert [(f["file"], f["differing"]) for f in summary["files"]] == [

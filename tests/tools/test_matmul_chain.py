@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import albert_tf
+import warm_binaries
 from helpers import ORIGINAL_MODEL, REPO_ROOT
 from tool_runs import error_line, run_tool
 
@@ -146,6 +147,13 @@ def test_a_bad_flag_is_one_error_line(flags, message):
 
 
 def _run(*flags, prelude=""):
+  """The tool's lines: from the suite's warm start (tests/warm_binaries.py), or fresh after
+  `prelude`, which the warm start cannot run before the modules it has loaded."""
+  if not prelude:
+    result = warm_binaries.run_script(TOOL, [f"--config={TINY_CONFIG}", *flags], cwd=REPO_ROOT,
+                                      timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [json.loads(l) for l in result.stdout.splitlines()]
   code = prelude + ("import runpy, sys; sys.argv = sys.argv[1:]; "
                     "sys.path.insert(0, __import__('os').path.dirname(sys.argv[0])); "
                     "runpy.run_path(sys.argv[0], run_name='__main__')")

@@ -4,13 +4,13 @@ document split keeps the held-out documents out of every training record, its ta
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
+import warm_binaries
 from helpers import REPO_ROOT, TESTDATA
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
@@ -99,10 +99,10 @@ def test_paper_numbers():
 
 
 def _run_quick(output_dir):
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "tools", "sentence_objectives.py"), "--quick",
-       f"--output_dir={output_dir}"], capture_output=True, text=True, check=False,
-      cwd=REPO_ROOT)
+  # From the suite's warm start (tests/warm_binaries.py): the tool trains as run_pretraining does.
+  result = warm_binaries.run_script(
+      os.path.join(REPO_ROOT, "tools", "sentence_objectives.py"),
+      ["--quick", f"--output_dir={output_dir}"], flavor="training", cwd=REPO_ROOT, timeout=None)
   assert result.returncode == 0, result.stderr[-3000:]
   with open(os.path.join(output_dir, "table5.json"), encoding="utf-8") as f:
     return result.stdout, json.load(f)
