@@ -24,6 +24,7 @@ from albert_tf.core import errors
 from albert_tf.checkpoints import (hf, is_keras_hub_preset, keras_hub as presets, layout,
                                    load_checkpoint, model_config, spm_model_file)
 from albert_tf.core.config import AlbertConfig
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.tasks.classifier.model import AlbertClassifier
 from albert_tf.models import AlbertModel, AlbertPretrainer
 from albert_tf.tasks.race.model import AlbertMultipleChoice
@@ -89,8 +90,9 @@ def encoder():
 
 def test_hf_export_loads_in_keras_hub(encoder, tmp_path):
   from albert_tf.export.hf import export_hf_layout
-  out = export_hf_layout(encoder.config, CHECKPOINT, str(tmp_path / "hf"), SPM,
-                         config_file=CONFIG_FILE, head="pretraining")
+  out = export_hf_layout(encoder.config, CHECKPOINT, str(tmp_path / "hf"),
+                         TokenizerSettings(spm_model_file=SPM), config_file=CONFIG_FILE,
+                         head="pretraining")
   backbone = keras_hub.models.AlbertBackbone.from_preset(out)
   ids, mask, segments = _batch()
   _assert_close(encoder.encoder(_our_inputs(ids, mask, segments)),
@@ -261,8 +263,9 @@ def test_export_saved_model_signatures_on_preset(preset, tmp_path):
   directory = preset["directory"]
   config, config_file = model_config(None, directory)
   model = AlbertPretrainer(config)
-  module = ServingModule(model, spm_model_file(None, None, directory), True, 32,
-                         config_file=config_file, head_signatures=())
+  module = ServingModule(model,
+                         TokenizerSettings(spm_model_file=spm_model_file(None, None, directory)),
+                         32, config_file=config_file, head_signatures=())
   print(load_checkpoint(model, directory))
   loaded = tf.saved_model.load(export_saved_model(module, str(tmp_path / "serving"), 1))
   ids, mask, segments = _batch()
@@ -284,8 +287,9 @@ def test_export_checkpoints_released_layout_from_preset(preset, tmp_path):
   from albert_tf.export.released import export_released_layout
   directory = preset["directory"]
   config, _ = model_config(None, directory)
-  prefix = export_released_layout(config, directory, str(tmp_path / "released"),
-                                  spm_model_file(None, None, directory))
+  prefix = export_released_layout(
+      config, directory, str(tmp_path / "released"),
+      TokenizerSettings(spm_model_file=spm_model_file(None, None, directory)))
   assert sorted(os.listdir(tmp_path / "released")) == [
       "albert_config.json", "model.ckpt-best.data-00000-of-00001", "model.ckpt-best.index",
       "vocabulary.spm"]
@@ -368,7 +372,8 @@ def test_hf_export_from_preset_keeps_keras_hubs_logits(preset, tmp_path):
   assert checkpoint_head(directory) == ("classifier", NUM_CLASSES)
   config, config_file = model_config(None, directory)
   out = export_hf_layout(config, directory, str(tmp_path / "hf"),
-                         spm_model_file(None, None, directory), config_file=config_file)
+                         TokenizerSettings(spm_model_file=spm_model_file(None, None, directory)),
+                         config_file=config_file)
   model = AlbertClassifier(config, num_labels=NUM_CLASSES)
   load_checkpoint(model, out)
   ids, mask, segments = _batch()

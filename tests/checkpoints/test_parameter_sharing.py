@@ -14,6 +14,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.checkpoints import hf, hf_config
 from albert_tf.core.config import PARAMETER_SHARING
+from albert_tf.core.settings import TokenizerSettings
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
@@ -241,8 +242,9 @@ def test_variant_trains_saves_reloads_and_exports(sharing, tmp_path):
     assert again.config == config
     np.testing.assert_array_equal(again(inputs)["pooled_output"], want)
 
-  served = export_saved_model(ServingModule(model, SPM, max_seq_length=16),
-                              str(tmp_path / "serving"), 1)
+  served = export_saved_model(
+      ServingModule(model, TokenizerSettings(spm_model_file=SPM), max_seq_length=16),
+      str(tmp_path / "serving"), 1)
   tokens = tf.saved_model.load(served).signatures["tokens"]
   got = tokens(**{k: tf.constant(v) for k, v in _inputs().items()})["pooled_output"]
   np.testing.assert_allclose(got, want, atol=1e-5)

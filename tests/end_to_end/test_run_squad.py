@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.tasks.squad.export import SquadServingModule
 from albert_tf.tasks.squad import postprocess as squad_postprocess
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, run_binary
@@ -106,8 +107,8 @@ def test_train_predict_export(version, squad_trained, tmp_path):
     config = albert_tf.AlbertConfig.from_json_file(CONFIG)
     model = albert_tf.AlbertSquadV2(config)
     albert_tf.load_checkpoint(model, str(out / "model.ckpt-best"))
-    module = SquadServingModule(model, SPM, True, 64, 24, 16, 30, 20, v2=True,
-                                null_score_diff_threshold=float("inf"))
+    module = SquadServingModule(model, TokenizerSettings(spm_model_file=SPM), 64, 24, 16, 30, 20,
+                                v2=True, null_score_diff_threshold=float("inf"))
     _, questions, contexts = _questions("v2")
     answers = module.serve(tf.constant(questions), tf.constant(contexts))["answer"].numpy()
     assert [a.decode() for a in answers] == [nbest[i][0]["text"] for i in ids]

@@ -16,6 +16,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.checkpoints.layout import original_variable_map
 from albert_tf.tasks.classifier.export import ClassifierServingModule
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.released import export_released_layout
 from albert_tf.export.saved_model import ServingModule
 from albert_tf.tasks.squad.export import SquadServingModule
@@ -301,13 +302,16 @@ def test_exports_refuse_a_tokenizer_bigger_than_the_vocab(tmp_path):
   # The fine-tuning exports (their modules check it; the config file is not known there).
   with pytest.raises(ValueError, match=re.escape(f"{SPM} has 1000 pieces but the model's config "
                                                  "has vocab_size 500")):
-    ClassifierServingModule(albert_tf.AlbertClassifier(config, num_labels=2), SPM, ["a", "b"],
-                            pair=False, max_seq_length=16)
+    ClassifierServingModule(albert_tf.AlbertClassifier(config, num_labels=2),
+                            TokenizerSettings(spm_model_file=SPM), ["a", "b"], pair=False,
+                            max_seq_length=16)
   with pytest.raises(ValueError, match="has 1000 pieces but the model's config has vocab_size"):
-    SquadServingModule(albert_tf.AlbertSpanLabeler(config), SPM, max_seq_length=32)
+    SquadServingModule(albert_tf.AlbertSpanLabeler(config), TokenizerSettings(spm_model_file=SPM),
+                       max_seq_length=32)
   # A tokenizer smaller than the table is fine.
   _, padded, _ = _small_vocab_model(tmp_path, 1200)
-  module = ServingModule(albert_tf.AlbertPretrainer(padded), SPM, max_seq_length=16)
+  module = ServingModule(albert_tf.AlbertPretrainer(padded), TokenizerSettings(spm_model_file=SPM),
+                         max_seq_length=16)
   assert module.vocab_size == 1200
 
 
@@ -354,7 +358,7 @@ def test_released_export_removes_leftovers_of_killed_exports(tmp_path, caplog):
   other = _leftover(tmp_path / f".tmp-other_export-{host}-{dead}")  # another target's
   config = albert_tf.AlbertConfig.from_json_file(CONFIG)
   with caplog.at_level(logging.WARNING):
-    prefix = export_released_layout(config, CKPT0, str(out), SPM)
+    prefix = export_released_layout(config, CKPT0, str(out), TokenizerSettings(spm_model_file=SPM))
   assert not os.path.exists(stale)
   assert f"removing {stale}, left by an export (pid {dead}) that did not finish" in caplog.text
   assert os.path.exists(other)

@@ -16,6 +16,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 import albert_tf
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.saved_model import IdsServingModule
 from albert_tf.export.serving_ops import saved_model_ops
 from helpers import ORIGINAL_MODEL, TESTDATA, reference_batch, run_binary
@@ -82,8 +83,8 @@ def test_a_wordpiece_ids_only_export_holds_no_tensorflow_text_op(tmp_path):
   # WordpieceTokenizeWithOffsets; the ids-only one keeps vocab.txt as its asset only.
   config = albert_tf.AlbertConfig.from_json_file(CONFIG)
   config.vocab_size = 1155  # VOCAB's entries
-  module = IdsServingModule(albert_tf.AlbertPretrainer(config), None, max_seq_length=32,
-                            vocab_file=VOCAB)
+  module = IdsServingModule(albert_tf.AlbertPretrainer(config), TokenizerSettings(vocab_file=VOCAB),
+                            max_seq_length=32)
   path = str(tmp_path / "wordpiece")
   tf.saved_model.save(module, path, signatures=module.signatures())
   assert _signature_names(path) == IDS_SIGNATURES

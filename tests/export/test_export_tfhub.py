@@ -18,6 +18,7 @@ import tensorflow_text as tf_text
 import albert_tf
 from albert_tf.core import errors
 from albert_tf.checkpoints import LoadReport, load_checkpoint
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.serving_ops import ops_missing_from
 from albert_tf.export.tfhub import HubEncoder, check_mlm_head, save_hub_model
 from albert_tf.export.tfhub_preprocessing import HubPreprocessor
@@ -92,7 +93,7 @@ def exported(tmp_path_factory):
        f"--spm_model_file={SPM}", f"--default_seq_length={SEQ}",
        f"--export_path={paths['preprocessor']}"],
       cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  save_hub_model(HubPreprocessor(vocab_file=VOCAB, default_seq_length=SEQ),
+  save_hub_model(HubPreprocessor(TokenizerSettings(vocab_file=VOCAB), default_seq_length=SEQ),
                  paths["wordpiece_preprocessor"])
   logs = [process.communicate(timeout=600) for process in (binary, preprocessing)]
   for process, (_, stderr) in zip((binary, preprocessing), logs):
@@ -282,7 +283,7 @@ def test_encoder_outputs_are_each_layers_last_block():
   config = albert_tf.AlbertConfig.from_json_file(CONFIG)
   config.inner_group_num, config.num_hidden_layers = 2, 2
   model = albert_tf.AlbertModel(config)
-  root = HubEncoder(model, SPM)
+  root = HubEncoder(model, TokenizerSettings(spm_model_file=SPM))
   ids = np.array([[2, 40, 50, 3, 0]], np.int32)
   features = {"input_word_ids": ids, "input_mask": (ids > 0).astype(np.int32),
               "input_type_ids": np.zeros_like(ids)}

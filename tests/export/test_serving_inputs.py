@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.tasks.classifier.export import ClassifierServingModule
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.saved_model import ServingModule, export_saved_model
 from albert_tf.tasks.squad.export import SquadServingModule
 from albert_tf.tokenization.in_graph import InGraphTokenizer
@@ -37,14 +38,15 @@ def pretraining(tmp_path_factory):
   model = albert_tf.AlbertPretrainer(_config())
   albert_tf.load_original_checkpoint(model, CKPT0)
   base = tmp_path_factory.mktemp("pretraining")
-  return model, _export(ServingModule(model, SPM, True, MAX_SEQ_LENGTH), base), str(base / "1")
+  module = ServingModule(model, TokenizerSettings(spm_model_file=SPM), MAX_SEQ_LENGTH)
+  return model, _export(module, base), str(base / "1")
 
 
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory):
   model = albert_tf.AlbertClassifier(_config(), num_labels=2)
-  module = ClassifierServingModule(model, SPM, ["no", "yes"], pair=True,
-                                   max_seq_length=MAX_SEQ_LENGTH)
+  module = ClassifierServingModule(model, TokenizerSettings(spm_model_file=SPM), ["no", "yes"],
+                                   pair=True, max_seq_length=MAX_SEQ_LENGTH)
   return model, _export(module, tmp_path_factory.mktemp("classifier"))
 
 
@@ -52,7 +54,8 @@ def classifier(tmp_path_factory):
 def squad(request, tmp_path_factory):
   v2 = request.param == "v2"
   model = albert_tf.AlbertSquadV2(_config()) if v2 else albert_tf.AlbertSpanLabeler(_config())
-  module = SquadServingModule(model, SPM, True, 32, doc_stride=8, max_query_length=8, v2=v2)
+  module = SquadServingModule(model, TokenizerSettings(spm_model_file=SPM), 32, doc_stride=8,
+                              max_query_length=8, v2=v2)
   return model, _export(module, tmp_path_factory.mktemp("squad"))
 
 

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.tasks.classifier.export import ClassifierServingModule
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.saved_model import ServingModule
 from albert_tf.training.precision import policy_scope, serving_policy
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
@@ -35,7 +36,7 @@ def _pretraining_module(serving_precision="float32"):
   with policy_scope(serving_policy(serving_precision)):
     model = albert_tf.AlbertPretrainer(config)
   albert_tf.load_original_checkpoint(model, CKPT0)
-  return ServingModule(model, SPM, max_seq_length=T)
+  return ServingModule(model, TokenizerSettings(spm_model_file=SPM), max_seq_length=T)
 
 
 def _classifier_module(serving_precision="float32"):
@@ -44,7 +45,8 @@ def _classifier_module(serving_precision="float32"):
     model = albert_tf.AlbertClassifier(config, 2, dropout_rate=0.0)
   report = albert_tf.load_original_checkpoint(model, MRPC)
   assert not report.missing, report
-  return ClassifierServingModule(model, SPM, ["0", "1"], pair=True, max_seq_length=T)
+  return ClassifierServingModule(model, TokenizerSettings(spm_model_file=SPM), ["0", "1"],
+                                 pair=True, max_seq_length=T)
 
 
 def _mrpc_pairs():

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.tasks.classifier.export import ClassifierServingModule
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.saved_model import ServingModule
 from albert_tf.export.serving_ops import ops_missing_from, read_allowlist, saved_model_ops
 from albert_tf.tasks.squad.export import SquadServingModule
@@ -30,24 +31,28 @@ def _config(**changes):
 
 
 EXPORTS = {
-    "pretraining": lambda: ServingModule(albert_tf.AlbertPretrainer(_config()), SPM,
+    "pretraining": lambda: ServingModule(albert_tf.AlbertPretrainer(_config()),
+                                         TokenizerSettings(spm_model_file=SPM),
                                          max_seq_length=32),
     "classifier_pair": lambda: ClassifierServingModule(
-        albert_tf.AlbertClassifier(_config(), 3), SPM, ["a", "b", "c"], pair=True,
+        albert_tf.AlbertClassifier(_config(), 3), TokenizerSettings(spm_model_file=SPM),
+        ["a", "b", "c"], pair=True,
         max_seq_length=32),
     "regression_single": lambda: ClassifierServingModule(
-        albert_tf.AlbertClassifier(_config(), 1), SPM, [None], pair=False, max_seq_length=32,
-        threshold=0.5),
+        albert_tf.AlbertClassifier(_config(), 1), TokenizerSettings(spm_model_file=SPM), [None],
+        pair=False, max_seq_length=32, threshold=0.5),
     "classifier_wordpiece": lambda: ClassifierServingModule(
-        albert_tf.AlbertClassifier(_config(vocab_size=1155), 2), None, ["0", "1"], pair=True,
-        max_seq_length=32, vocab_file=VOCAB),
+        albert_tf.AlbertClassifier(_config(vocab_size=1155), 2),
+        TokenizerSettings(vocab_file=VOCAB), ["0", "1"], pair=True, max_seq_length=32),
     "pretraining_wordpiece": lambda: ServingModule(
-        albert_tf.AlbertPretrainer(_config(vocab_size=1155)), None, max_seq_length=32,
-        vocab_file=VOCAB),
-    "squad_v1": lambda: SquadServingModule(albert_tf.AlbertSpanLabeler(_config()), SPM,
+        albert_tf.AlbertPretrainer(_config(vocab_size=1155)), TokenizerSettings(vocab_file=VOCAB),
+        max_seq_length=32),
+    "squad_v1": lambda: SquadServingModule(albert_tf.AlbertSpanLabeler(_config()),
+                                           TokenizerSettings(spm_model_file=SPM),
                                            max_seq_length=48, doc_stride=16),
     "squad_v2": lambda: SquadServingModule(albert_tf.AlbertSquadV2(_config(), start_n_top=2,
-                                                                  end_n_top=2), SPM,
+                                                                  end_n_top=2),
+                                           TokenizerSettings(spm_model_file=SPM),
                                            max_seq_length=48, doc_stride=16, v2=True),
 }
 

@@ -207,9 +207,10 @@ def test_a_partial_head_is_missing_too():
 
 def test_serving_module_holds_only_the_head_signatures_asked_for():
   import albert_tf
+  from albert_tf.core.settings import TokenizerSettings
   from albert_tf.export.saved_model import ServingModule
   model = albert_tf.AlbertPretrainer(_hf_config())
-  spm = os.path.join(HF, "encoder", "spiece.model")
+  spm = TokenizerSettings(spm_model_file=os.path.join(HF, "encoder", "spiece.model"))
   assert {"mlm", "sop_log_probs"} <= set(ServingModule(model, spm, max_seq_length=16).signatures())
   signatures = set(ServingModule(model, spm, max_seq_length=16,
                                  head_signatures=["sop_log_probs"]).signatures())

@@ -16,6 +16,7 @@ import albert_tf
 from albert_tf.core import io
 from albert_tf.checkpoints import checkpoint_global_step, load_checkpoint, save_original_checkpoint
 from albert_tf.checkpoints.layout import original_variable_map
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.released import export_released_layout
 from albert_tf.export.saved_model import ServingModule, export_saved_model
 from albert_tf.tasks.classifier import features as classifier_data
@@ -251,7 +252,7 @@ def test_best_checkpoint_tracker_on_ram(ram, tmp_path):
 def test_exports_to_ram(ram, pretrainer):
   spm = _upload(SPM, f"{ram}/spm/30k-clean-tiny.model")
   _upload(SPM[:-len(".model")] + ".vocab", f"{ram}/spm/30k-clean-tiny.vocab")
-  module = ServingModule(pretrainer, spm, max_seq_length=16)
+  module = ServingModule(pretrainer, TokenizerSettings(spm_model_file=spm), max_seq_length=16)
   final = export_saved_model(module, f"{ram}/serving/", 3)
   assert io.listdir(f"{ram}/serving") == ["3"]  # the staging directory moved, files and all
   assert {"saved_model.pb", "variables", "assets"} <= set(io.listdir(final))
@@ -263,7 +264,7 @@ def test_exports_to_ram(ram, pretrainer):
   np.testing.assert_allclose(served["pooled_output"], expected["pooled_output"], atol=1e-5)
 
   prefix = export_released_layout(pretrainer.config, CKPT0, f"{ram}/released/albert_export",
-                                  spm)
+                                  TokenizerSettings(spm_model_file=spm))
   assert io.listdir(f"{ram}/released") == ["albert_export"]
   assert io.listdir(f"{ram}/released/albert_export") == sorted([
       "albert_config.json", "model.ckpt-best.index", "model.ckpt-best.data-00000-of-00001",
@@ -273,7 +274,8 @@ def test_exports_to_ram(ram, pretrainer):
   load_checkpoint(loaded, prefix)
   _assert_same_weights(pretrainer, loaded)
   with pytest.raises(FileExistsError):
-    export_released_layout(pretrainer.config, CKPT0, f"{ram}/released/albert_export", spm)
+    export_released_layout(pretrainer.config, CKPT0, f"{ram}/released/albert_export",
+                           TokenizerSettings(spm_model_file=spm))
 
 
 def test_remote_directory_moves_whole(ram):

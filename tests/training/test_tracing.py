@@ -12,7 +12,7 @@ import tensorflow as tf
 from tensorflow.python.autograph.impl import api as autograph_api
 
 import albert_tf
-from albert_tf.core.settings import TrainSettings
+from albert_tf.core.settings import TokenizerSettings, TrainSettings
 from albert_tf.data.pipeline import DynamicMasking, pretraining_dataset
 from albert_tf.export.saved_model import ServingModule
 from albert_tf.finetuning.evaluation import Predictor
@@ -75,7 +75,7 @@ def test_training_evaluation_prediction_and_serving_convert_nothing_of_ours(conv
       {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}))
   assert outputs["pooled_output"].shape == (2, config.hidden_size)
 
-  module = ServingModule(model, SPM, max_seq_length=16)
+  module = ServingModule(model, TokenizerSettings(spm_model_file=SPM), max_seq_length=16)
   for name, function in module.signatures().items():
     assert function.get_concrete_function() is not None, name
   assert not ours(converted), f"autograph converted {ours(converted)}: trace without it"

@@ -114,8 +114,8 @@ def label_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def module(tagger, label_file):
-  return NerServingModule(tagger, LABELS, label_file, SPM, max_seq_length=T,
-                          doc_stride=DOC_STRIDE)
+  return NerServingModule(tagger, LABELS, label_file, TokenizerSettings(spm_model_file=SPM),
+                          max_seq_length=T, doc_stride=DOC_STRIDE)
 
 
 def _served_labels(serve, sentences):
@@ -250,8 +250,8 @@ def test_label_names_must_match_the_logits():
 def test_wordpiece_labels_equal_the_python_predictions(label_file):
   """A WordPiece vocab.txt (no SentencePiece model): the same features in the graph."""
   tagger = _tagger(vocab_size=1155)
-  module = NerServingModule(tagger, LABELS, label_file, vocab_file=VOCAB, max_seq_length=T,
-                            doc_stride=DOC_STRIDE)
+  module = NerServingModule(tagger, LABELS, label_file, TokenizerSettings(vocab_file=VOCAB),
+                            max_seq_length=T, doc_stride=DOC_STRIDE)
   sentences = _sentences()[:8]  # three of several windows
   expected = _python_predictions(tagger, sentences, FullTokenizer(vocab_file=VOCAB))
   assert _served_labels(module.serve_text, sentences) == expected
@@ -268,8 +268,8 @@ def test_bfloat16_serving_answers_in_float32_close_to_float32(tagger, module, la
   texts = tf.constant([" ".join(s.words) for s in _sentences()[:8]])
   reference = module.serve_text(texts)
   # Held: a module's tf.functions keep only a weak reference to it (and its tokenizer).
-  bf16_module = NerServingModule(bf16, LABELS, label_file, SPM, max_seq_length=T,
-                                 doc_stride=DOC_STRIDE)
+  bf16_module = NerServingModule(bf16, LABELS, label_file, TokenizerSettings(spm_model_file=SPM),
+                                 max_seq_length=T, doc_stride=DOC_STRIDE)
   served = bf16_module.serve_text(texts)
   assert served["probabilities"].dtype == tf.float32
   words = reference["label_ids"].numpy() >= 0

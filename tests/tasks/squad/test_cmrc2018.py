@@ -212,9 +212,10 @@ def test_serving_windows_equal_the_features():
   from albert_tf.tasks.squad.export import SquadServingModule
   from albert_tf.tokenization.in_graph_cmrc import CmrcInGraphTokenizer
   config = albert_tf.AlbertConfig.from_json_file(os.path.join(CMRC, "albert_config_tiny.json"))
-  module = SquadServingModule(albert_tf.AlbertSpanLabeler(config), None, True,
+  module = SquadServingModule(albert_tf.AlbertSpanLabeler(config),
+                              settings.TokenizerSettings(vocab_file=VOCAB),
                               SIZES["max_seq_length"], SIZES["doc_stride"],
-                              SIZES["max_query_length"], vocab_file=VOCAB)
+                              SIZES["max_query_length"])
   assert isinstance(module.tokenizer, CmrcInGraphTokenizer)
   examples, features = _features("dev", True)
   inputs, _, _, _ = module._windows(

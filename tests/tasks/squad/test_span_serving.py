@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.saved_model import export_saved_model
 from albert_tf.tasks.squad.export import NO_ANSWER_SCORE, SquadServingModule
 from helpers import ORIGINAL_MODEL, TESTDATA
@@ -23,13 +24,15 @@ CONTEXT = "The cat sat on the mat. It was a sunny day and the dog barked."
 def _module(kind):
   if kind == "wordpiece":
     config = albert_tf.AlbertConfig.from_json_file(os.path.join(CMRC, "albert_config_tiny.json"))
-    return SquadServingModule(albert_tf.AlbertSpanLabeler(config), None, True, 32, doc_stride=8,
-                              max_query_length=8, vocab_file=os.path.join(CMRC, "vocab.txt"))
+    return SquadServingModule(albert_tf.AlbertSpanLabeler(config),
+                              TokenizerSettings(vocab_file=os.path.join(CMRC, "vocab.txt")), 32,
+                              doc_stride=8, max_query_length=8)
   config = albert_tf.AlbertConfig.from_json_file(os.path.join(ORIGINAL_MODEL,
                                                               "albert_config.json"))
   v2 = kind == "v2"
   model = albert_tf.AlbertSquadV2(config) if v2 else albert_tf.AlbertSpanLabeler(config)
-  return SquadServingModule(model, SPM, True, 32, doc_stride=8, max_query_length=8, v2=v2)
+  return SquadServingModule(model, TokenizerSettings(spm_model_file=SPM), 32, doc_stride=8,
+                            max_query_length=8, v2=v2)
 
 
 def _answers(serve, contexts):
