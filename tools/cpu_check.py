@@ -25,8 +25,8 @@ Serving against what a user would pick instead: HF's ALBERT in tools/hf_torch_be
 --mode=serving (under --hf_python, --serving_threads threads): torch eager float32, torch bf16
 autocast (where the CPU has bf16 units), torch dynamic int8, its ONNX export in ONNX Runtime
 float32 and dynamic int8. Ours: float32, the fastest of the float32 SavedModel and our float32
-LiteRT and ONNX exports (tools/benchmark.py's tflite and onnx, --serving_threads threads; run only
-where the HF peer runs, these bars being all they serve); bf16, the bfloat16 SavedModel; int8,
+LiteRT and ONNX exports (tools/benchmark.py's tflite and onnx, --serving_threads threads); bf16,
+the bfloat16 SavedModel; int8,
 the fastest int8 export. Each side's figure is its fastest runtime of that precision (rounds: the
 fastest of each runtime's median), at --short_tokens and --serving_tokens, batch 1; a runtime
 that failed is named in the bar's details and the rest still compete, and a side none of whose
@@ -35,10 +35,11 @@ runtimes ran fails the bar (HF's ONNX runtimes need onnxruntime and onnx under -
 The chain (tools/matmul_chain.py) is the encoder's GEMMs of one request alone, at the request's
 shapes, nothing else: the least that request can take in that runtime on this CPU. It is timed at
 the SavedModels' shapes in TensorFlow (float32, and bfloat16 where the CPU has bf16 units; every
-CPU thread, as the SavedModel), and at --serving_tokens, batch 1 in ONNX Runtime's dynamic int8
-(--serving_threads threads). The chain bars' limits are its figures, measured on the same
-machine in the same run, not multipliers per instruction set: the float32 SavedModel may take at
-most 1.5x its chain, and a faster precision must reach 0.8 of the speed-up the chain gets from it.
+CPU thread, as the SavedModel), and at --short_tokens and --serving_tokens, batch 1 in ONNX
+Runtime, dynamic int8 and float32 (--serving_threads threads). The chain bars' limits are its
+figures, measured on the same machine in the same run, not multipliers per instruction set: the
+float32 SavedModel may take at most 1.5x its chain, our fastest float32 runtime 1.5x the faster
+float32 chain, and a faster precision must reach 0.8 of the speed-up the chain gets from it.
 Which bars apply is decided from albert_tf.core.hardware (the CPU's flags):
 
   float32_{forward,train}_vs_{hf_torch,keras_hub}  ours / the peer's seconds per step <= 0.9
@@ -47,6 +48,9 @@ Which bars apply is decided from albert_tf.core.hardware (the CPU's flags):
                                     where the CPU has bf16 units (AMX-BF16 or AVX512-BF16)
   float32_saved_model_<T>x1_vs_chain  the float32 SavedModel's p50 / its float32 chain's <= 1.5,
                                     at --short_tokens and --serving_tokens (T), batch 1
+  best_float32_<T>x1_vs_chains      our fastest float32 runtime's p50 (SavedModel, TFLite, ONNX)
+                                    / the faster float32 chain's (TensorFlow, ONNX Runtime)
+                                    <= 1.5, at the same lengths, batch 1
   bf16_saved_model_<T>x<B>_vs_chain  the bfloat16 SavedModel's speed-up over the float32 one
                                     (float32 p50 / bfloat16 p50) / the chain's (its float32 p50 /
                                     its bfloat16 p50) >= 0.8, batch 1 and B, where the CPU has
@@ -147,6 +151,9 @@ SERVING_PRECISIONS = {"float32": "float32", "bfloat16": "bf16", "int8": "int8"}
 # float32 SavedModel there: a user serving float32 could pick either.
 FLOAT32_PORTABLE = ("tflite", "onnx")
 CHAIN_BAR = 1.5
+# The float32 chains, (runtime, tools/matmul_chain.py's precision): a float32 request's least
+# time is the faster of the two.
+FLOAT32_CHAINS = (("tensorflow", "float32"), ("onnxruntime", "onnx_float32"))
 SPEEDUP_SHARE_BAR = 0.8
 # The int8 fidelity goal: pooled and sequence cosine against float32, and no changed argmax.
 FIDELITY_GOAL = 0.999
@@ -310,6 +317,20 @@ def comparisons(shape, units, cpu):
         f"float32_saved_model_{tokens}x1_vs_chain", f"saved_model_float32_{tokens}x1",
         f"chain_float32_{tokens}x1", "time", Bar("<=", CHAIN_BAR), None,
         served("float32", tokens, 1), chain("TensorFlow float32", tokens, 1) + ", p50 ms"))
+  # Whatever runtime serves it: the float32 chain in TensorFlow is bound by its cost per op at
+  # short lengths, where ONNX Runtime's float32 GEMMs go about twice as fast.
+  for tokens in sorted({short, t}):
+    ours = serving_members("ours", "float32", tokens)
+    out.append(Comparison(
+        f"best_float32_{tokens}x1_vs_chains", Best("ours", ours),
+        Best("chain", tuple((runtime, f"chain_{precision}_{tokens}x1")
+                            for runtime, precision in FLOAT32_CHAINS)),
+        "time", Bar("<=", CHAIN_BAR), None,
+        f"our fastest float32 runtime of {', '.join(r for r, _ in ours)}, {tokens} tokens, "
+        "batch 1, p50 ms",
+        f"the faster of the float32 matmul chains in {' and '.join(dict(FLOAT32_CHAINS))}, "
+        f"{tokens} "
+        "tokens, batch 1, p50 ms (tools/matmul_chain.py)"))
   for batch in sorted({1, b}):
     out.append(Comparison(
         f"bf16_saved_model_{t}x{batch}_vs_chain",
@@ -904,25 +925,27 @@ def measure_once(plan):
   chain_batches = sorted({1, s.serving_batch}) if plan.bf16 else [1]
   _record(m, chain_keys(chain_precisions, chain_tokens, chain_batches),
           lambda: measure_chain(plan.config, chain_precisions, chain_tokens, chain_batches))
-  _record(m, chain_keys(["int8"], [s.serving_tokens], [1]),
-          lambda: measure_chain(plan.config, ["int8"], [s.serving_tokens], [1], plan.threads))
+  # ONNX Runtime's chains, int8 and float32, with the portable exports' threads: int8 for the
+  # int8 bar's length, float32 at both lengths (the int8 chain at the short one comes along).
+  onnx_chains = ["int8", "onnx_float32"]
+  _record(m, chain_keys(onnx_chains, serving_tokens, [1]),
+          lambda: measure_chain(plan.config, onnx_chains, serving_tokens, [1], plan.threads))
   int8, fidelity = measure_int8(plan.config, int8_runtimes(), s.serving_tokens, plan.threads,
                                 also=serving_tokens)
   m.update(int8)
-  # The serving bars against the peers: HF's runtimes of the precisions measured here, and our
-  # float32 portable exports (the SavedModels and int8 exports are measured above). Those
-  # exports serve only these bars: without the peer they are not run.
+  # Our float32 portable exports (the best float32 runtime against the chains, and against the
+  # peers), and the serving bars against the peers: HF's runtimes of the precisions measured
+  # here (the SavedModels and int8 exports are measured above).
+  m.update(measure_portable(plan.config, FLOAT32_PORTABLE, serving_tokens, plan.threads)[0])
   runtimes = peer_serving_runtimes(["float32", "int8"] + (["bfloat16"] if plan.bf16 else []))
   keys = [peer_serving_key(r, t) for r in runtimes for t in serving_tokens]
-  ours = [portable_key(r, t) for r in FLOAT32_PORTABLE for t in serving_tokens]
   why = (unavailable["hf_torch"] if "hf_torch" in plan.peers
          else peer_unavailable("hf_torch", None))
   if why:
-    m.update({key: {"skipped": why} for key in keys + ours})
+    m.update({key: {"skipped": why} for key in keys})
   else:
     _record(m, keys, lambda: measure_peer_serving(plan.peers["hf_torch"], plan.config,
                                                   serving_tokens, plan.threads, runtimes))
-    m.update(measure_portable(plan.config, FLOAT32_PORTABLE, serving_tokens, plan.threads)[0])
   if plan.classifier:
     checkpoint, config_file, data = plan.classifier
     tokens = min(plan.shape.serving_tokens,

@@ -44,6 +44,10 @@ which reach NaN, gave p50s within 3% of zeros' in all three precisions: ALBERT-b
                      activation by activation, stay float as in the export), run with --threads
                      intra-op threads (default: every CPU thread). It needs the portable extra
                      (onnx, onnxruntime): without it its line has `error`, the others print.
+  onnx_float32       The same ONNX graph unquantized, in ONNX Runtime's float32 GEMMs (the
+                     float32 ONNX export's runtime), with the int8 chain's threads and extra.
+                     Where TensorFlow's cost per op dominates (short requests) it is the lower
+                     float32 limit of the two.
 
 Each is timed as tools/benchmark.py times a serving request: --warmup_steps untimed calls, then
 --requests timed ones (a sixth of them, at least 3, above batch 1). One JSON line per
@@ -64,8 +68,9 @@ from albert_tf.core import cli, errors, hardware
 
 FLAGS = flags.FLAGS
 
-PRECISIONS = ("float32", "bfloat16", "int8")
-COMMAND = "tools/matmul_chain.py --precisions=int8"
+PRECISIONS = ("float32", "bfloat16", "int8", "onnx_float32")
+# The precisions ONNX Runtime runs; TensorFlow runs the others.
+ONNX_PRECISIONS = ("int8", "onnx_float32")
 
 
 def define_flags():
@@ -77,7 +82,7 @@ def define_flags():
                     "Sequences per request; several separated by commas.")
   flags.DEFINE_list("precisions", list(PRECISIONS),
                     "What to time, separated by commas: float32 and bfloat16 (TensorFlow), int8 "
-                    "(ONNX Runtime's dynamic int8).")
+                    "(ONNX Runtime's dynamic int8), onnx_float32 (ONNX Runtime's float32).")
   flags.DEFINE_integer("threads", None,
                        "CPU threads: TensorFlow's intra-op threads and ONNX Runtime's. Default: "
                        "every CPU thread (TensorFlow's own default, as the SavedModel runs).",
@@ -278,25 +283,28 @@ def tensorflow_call(config, tokens, batch_size, precision, weights, x):
   return lambda: chain(inputs)
 
 
-def int8_call(config, tokens, batch_size, weights, x, threads, verbose=False):
-  """A call of the chain in ONNX Runtime, dynamically quantized to int8 as the int8 ONNX export
-  is, with `threads` intra-op threads. Returns fn() -> {"pooled": [B, H]}.
+def onnx_call(config, tokens, batch_size, weights, x, threads, int8=True, verbose=False):
+  """A call of the chain in ONNX Runtime with `threads` intra-op threads: dynamically quantized to
+  int8 as the int8 ONNX export is, or in float32 as the float32 export runs. Returns
+  fn() -> {"pooled": [B, H]}.
 
   Raises:
     errors.MissingExtraError: onnx or onnxruntime is not installed.
   """
-  errors.require_module("onnx", "portable", COMMAND)
-  ort = errors.require_module("onnxruntime", "portable", COMMAND)
+  command = f"tools/matmul_chain.py --precisions={'int8' if int8 else 'onnx_float32'}"
+  errors.require_module("onnx", "portable", command)
+  ort = errors.require_module("onnxruntime", "portable", command)
   from albert_tf.export.onnx import DEFAULT_OPSET, quantize_dynamic
   ops = OnnxOps(weights)
   output = encoder_chain(config, tokens, batch_size, ops, "x")
   proto = ops.model("x", list(x.shape), output, [batch_size, config.hidden_size], DEFAULT_OPSET)
-  quantized = quantize_dynamic(proto, verbose=verbose)
-  # As export.portable_runtime.OnnxRunner runs the int8 exports.
+  if int8:
+    proto = quantize_dynamic(proto, verbose=verbose)
+  # As export.portable_runtime.OnnxRunner runs the exports.
   options = ort.SessionOptions()
   options.intra_op_num_threads = threads
   options.inter_op_num_threads = 1
-  session = ort.InferenceSession(quantized.SerializeToString(), options,
+  session = ort.InferenceSession(proto.SerializeToString(), options,
                                  providers=["CPUExecutionProvider"])
   return lambda: {"pooled": session.run([output], {"x": x})[0]}
 
@@ -323,10 +331,11 @@ def measure(config, weights, tokens, batch_size, precision, threads, warmup, req
   fields = {"mode": "matmul_chain", "precision": precision, "tokens": tokens,
             "batch_size": batch_size, "flops": chain_spec(config, tokens, batch_size).flops,
             "threads": threads or os.cpu_count(),
-            "runtime": "onnxruntime" if precision == "int8" else "tensorflow"}
-  if precision == "int8":
+            "runtime": "onnxruntime" if precision in ONNX_PRECISIONS else "tensorflow"}
+  if precision in ONNX_PRECISIONS:
     try:
-      call = int8_call(config, tokens, batch_size, weights, x, fields["threads"], verbose)
+      call = onnx_call(config, tokens, batch_size, weights, x, fields["threads"],
+                       int8=precision == "int8", verbose=verbose)
     except errors.MissingExtraError as e:
       return dict(fields, error=str(e))
   else:
@@ -369,7 +378,7 @@ def main(argv):
   config, token_counts, batch_sizes, precisions = check_flags()
   from albert_tf.core.startup import quiet_tensorflow_startup
   quiet_tensorflow_startup()  # before TensorFlow's first import
-  if FLAGS.threads and set(precisions) - {"int8"}:
+  if FLAGS.threads and set(precisions) - set(ONNX_PRECISIONS):
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
   weights = chain_weights(config)

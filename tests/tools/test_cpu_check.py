@@ -49,6 +49,7 @@ def table(units):
 
 
 SERVING_BARS = ["float32_saved_model_8x1_vs_chain", "float32_saved_model_128x1_vs_chain",
+                "best_float32_8x1_vs_chains", "best_float32_128x1_vs_chains",
                 "bf16_saved_model_128x1_vs_chain", "bf16_saved_model_128x8_vs_chain",
                 "best_int8_128x1_vs_chain", "static_int8_vs_dynamic_128x1",
                 "short_request_bf16_vs_float32"]
@@ -157,6 +158,9 @@ def zen4_measurements():
       "chain_bfloat16_128x1": figure(60.0, "ms", chain_threads=2),
       "chain_float32_128x8": figure(900.0, "ms"), "chain_bfloat16_128x8": figure(500.0, "ms"),
       "chain_int8_128x1": figure(40.0, "ms", chain_threads=2),
+      # ONNX Runtime's float32 chain: faster than TensorFlow's at 8 tokens, slower at 128.
+      "chain_onnx_float32_8x1": figure(4.0, "ms", chain_threads=2),
+      "chain_onnx_float32_128x1": figure(130.0, "ms", chain_threads=2),
   })
   m.update(peer_serving_measurements())
   return m
@@ -221,6 +225,28 @@ def test_float32_saved_model_against_its_chain():
   # Exactly 1.5x its chain passes.
   m = dict(zen4_measurements(), saved_model_float32_8x1=figure(10.8, "ms"))
   assert judged(m)["float32_saved_model_8x1_vs_chain"]["passed"] is True
+
+
+def test_our_best_float32_runtime_against_the_faster_chain():
+  lines = judged(zen4_measurements())
+  short = lines["best_float32_8x1_vs_chains"]
+  # Our ONNX export's 9.5 ms against ONNX Runtime's chain, 4.0 ms (TensorFlow's: 7.2).
+  assert (short["ours"], short["theirs"], short["unit"]) == (9.5, 4.0, "ms")
+  assert short["ratio"] == pytest.approx(2.375) and short["passed"] is False
+  assert short["details"]["ours_best"] == "onnx" and short["details"]["chain_best"] == "onnxruntime"
+  assert short["details"]["chain_p50_ms"] == {"tensorflow": 7.2, "onnxruntime": 4.0}
+  assert short["bar"] == "<= 1.5" and short["theirs_is"].startswith(
+      "the faster of the float32 matmul chains in tensorflow and onnxruntime, 8 tokens")
+  # At 128 tokens TensorFlow's chain is the faster: 140 / 120.
+  long = lines["best_float32_128x1_vs_chains"]
+  assert (long["ours"], long["theirs"]) == (140.0, 120.0) and long["passed"] is True
+  assert long["details"]["chain_best"] == "tensorflow"
+  # One chain failed: the other stands.
+  m = zen4_measurements()
+  m["chain_onnx_float32_8x1"] = {"error": "no module named 'onnx'"}
+  line = judged(m)["best_float32_8x1_vs_chains"]
+  assert line["theirs"] == 7.2 and line["details"]["chain_failed"] == {
+      "onnxruntime": "chain_onnx_float32_8x1: no module named 'onnx'"}
 
 
 def test_speedup_bars_are_shares_of_the_chains_speedup():
@@ -440,7 +466,7 @@ def test_all_passing_exits_0_and_all_skipped_is_no_verdict():
            saved_model_bfloat16_128x8=figure(400.0, "ms"), best_int8=figure(20.0, "ms"),
            best_static_int8=figure(40.0, "ms"), saved_model_float32_8x1=figure(14.0, "ms"),
            saved_model_bfloat16_8x1=figure(10.0, "ms"), chain_float32_8x1=figure(10.0, "ms"),
-           portable_onnx_8x1=figure(7.0, "ms"))
+           portable_onnx_8x1=figure(7.0, "ms"), chain_onnx_float32_8x1=figure(5.0, "ms"))
   bars = list(judged(m).values())
   assert [b["comparison"] for b in bars if not b["passed"]] == []
   fidelity = [{"fidelity": "onnx_int8", "model": "random", "meets_goal": False}]
@@ -472,7 +498,7 @@ def fake_programs(monkeypatch, calls):
 
   def chain(config, precisions, tokens, batches, threads=None):
     calls.append(("chain", precisions, tokens, batches, threads))
-    if precisions == ["int8"]:
+    if "int8" in precisions:
       raise RuntimeError("the int8 matmul chain failed with exit status 1: boom")
     return {key: figure(5.0, "ms") for key in cpu_check.chain_keys(precisions, tokens, batches)}
 
@@ -504,22 +530,25 @@ def test_measure_skips_missing_peers_and_records_failures(monkeypatch):
   plan = cpu_check.Plan("base", BASE, 5, 2, {"hf_torch": None, "keras_hub": "/kh"}, True, None)
   m, fidelity = cpu_check.measure(plan)
   # The chain in TensorFlow at the SavedModels' shapes with TensorFlow's own threads, and in
-  # int8 at the int8 exports' shape with their threads, each a process of its own; the int8
-  # exports at both lengths in the same runs. Without HF, nothing of its serving bars runs.
+  # ONNX Runtime (int8, float32) at both lengths with the exports' threads, each a process of
+  # its own; the int8 exports at both lengths in the same runs, and our float32 exports. Without
+  # HF, nothing of its serving bars runs.
   assert calls == ["keras_hub", ("ours", "float32"), ("ours", "mixed_bfloat16"),
                    ("chain", ["float32", "bfloat16"], [8, 128], [1, 8], None),
-                   ("chain", ["int8"], [128], [1], 2),
-                   ("int8", cpu_check.int8_runtimes(), 128, 2, [8, 128])]
+                   ("chain", ["int8", "onnx_float32"], [8, 128], [1], 2),
+                   ("int8", cpu_check.int8_runtimes(), 128, 2, [8, 128]),
+                   ("portable", cpu_check.FLOAT32_PORTABLE, [8, 128], 2, False)]
   assert m["hf_torch_train_mixed_bfloat16"] == {"skipped": "no hf_torch"}
   assert m["keras_hub_forward_mixed_bfloat16"]["value"] == 2.0
   assert m["ours_train_mixed_bfloat16"]["error"].endswith("exit status 1: boom")
   assert m["chain_bfloat16_128x8"]["value"] == 5.0 and m["chain_float32_8x1"]["value"] == 5.0
   assert m["chain_int8_128x1"]["error"].endswith("exit status 1: boom")
+  assert m["chain_onnx_float32_8x1"] == m["chain_int8_128x1"]
   assert m["saved_model_bfloat16_8x1"]["value"] == 10.0 and fidelity == [{"fidelity": "onnx_int8"}]
   assert m["portable_onnx_int8_8x1"]["value"] == 3.0
   for runtime in hf_torch_bench.SERVING_RUNTIMES:
     assert m[f"hf_torch_serving_{runtime}_8x1"] == {"skipped": "no hf_torch"}
-  assert m["portable_tflite_128x1"] == m["portable_onnx_8x1"] == {"skipped": "no hf_torch"}
+  assert m["portable_tflite_128x1"]["value"] == m["portable_onnx_8x1"]["value"] == 4.0
   # Without bf16 units nothing bf16 is measured, nor the chain above batch 1 (only the bf16
   # bars need it).
   calls.clear()
@@ -533,7 +562,7 @@ def test_measure_skips_missing_peers_and_records_failures(monkeypatch):
   calls.clear()
   m, _ = cpu_check.measure(plan._replace(peers={"keras_hub": "/kh"}))
   assert m["hf_torch_serving_onnx_128x1"] == {"skipped": "no hf_torch"}
-  assert not any(call[0] == "portable" for call in calls if isinstance(call, tuple))
+  assert [call[0] for call in calls if isinstance(call, tuple)].count("portable") == 1
 
 
 def test_measure_runs_hf_serving_and_our_float32_exports_at_both_lengths(monkeypatch):
@@ -763,15 +792,15 @@ def test_run_check_reads_the_cpu_and_puts_fidelity_before_the_summary(monkeypatc
   plan = cpu_check.Plan("base", BASE, 5, 2, {"hf_torch": "/hf", "keras_hub": None}, None, None)
   lines = cpu_check.run_check(plan, AVX2_ONLY)
   assert seen[0].bf16 is False
-  assert [l.get("comparison") for l in lines[:21]] == list(table(AVX2_ONLY))
-  assert lines[21]["fidelity"] == "onnx_int8" and lines[-1]["summary"] == "cpu_check"
+  assert [l.get("comparison") for l in lines[:23]] == list(table(AVX2_ONLY))
+  assert lines[23]["fidelity"] == "onnx_int8" and lines[-1]["summary"] == "cpu_check"
   assert lines[-1]["units"] == AVX2_ONLY and lines[-1]["bf16_units"] is False
   assert lines[-1]["peers"] == {"hf_torch": "/hf", "keras_hub": None}
   # float32: 1.02 / 1.45 and 1.02 / 1.16 pass, train 3.22 / 3.5 = 0.92 fails; the 8-token
-  # request is 4.3x its chain; int8 keeps 1.53 of the chain's speed-up; our fastest float32
-  # 8-token request is 1.22x HF's.
+  # request is 4.3x its chain; our fastest float32 one 2.4x ONNX Runtime's chain; int8 keeps 1.53
+  # of the chain's speed-up; our fastest float32 8-token request is 1.22x HF's.
   assert lines[-1]["failed"] == ["float32_train_vs_keras_hub", "float32_saved_model_8x1_vs_chain",
-                                 "serving_float32_8x1_vs_peers"]
+                                 "best_float32_8x1_vs_chains", "serving_float32_8x1_vs_peers"]
 
 
 def test_the_tool_names_a_config_too_short_for_the_bars():

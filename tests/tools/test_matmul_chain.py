@@ -118,8 +118,22 @@ def test_the_int8_chain_is_quantized_as_the_int8_export(tiny):
   int8_weights = [i.name for i in quantized.graph.initializer if i.name.endswith("_quantized")]
   assert sorted(int8_weights) == sorted(f"{name}_quantized" for name in weights)
   x = matmul_chain.chain_input(tiny, 8, 1)
-  pooled = matmul_chain.int8_call(tiny, 8, 1, weights, x, threads=1)()["pooled"]
+  pooled = matmul_chain.onnx_call(tiny, 8, 1, weights, x, threads=1)()["pooled"]
   assert pooled.shape == (1, 32) and not np.any(pooled)
+
+
+def test_the_onnx_float32_chain_is_the_same_graph_unquantized(tiny, monkeypatch):
+  weights = matmul_chain.chain_weights(tiny)
+  x = matmul_chain.chain_input(tiny, 8, 1)
+  quantized = []
+  monkeypatch.setattr("albert_tf.export.onnx.quantize_dynamic",
+                      lambda *a, **k: quantized.append(a) or a[0])
+  pooled = matmul_chain.onnx_call(tiny, 8, 1, weights, x, threads=1, int8=False)()["pooled"]
+  assert pooled.shape == (1, 32) and not np.any(pooled) and quantized == []
+  line = matmul_chain.measure(tiny, weights, 8, 1, "onnx_float32", 1, 0, 2)
+  assert (line["runtime"], line["precision"], line["requests"]) == (
+      "onnxruntime", "onnx_float32", 2)
+  assert line["flops"] == matmul_chain.chain_spec(tiny, 8, 1).flops and line["p50_ms"] >= 0
 
 
 def test_int8_without_the_portable_extra_is_an_error_line(tiny, monkeypatch):
@@ -136,7 +150,7 @@ def test_int8_without_the_portable_extra_is_an_error_line(tiny, monkeypatch):
     (["--tokens=8", "--batch_size=two"], "error: --batch_size=two: give positive integers"),
     (["--tokens=8,65"], "error: --tokens=8,65: over the config's max_position_embeddings (64)"),
     (["--tokens=8", "--precisions=float32,int4"],
-     "error: --precisions=float32,int4: choose from float32, bfloat16, int8"),
+     "error: --precisions=float32,int4: choose from float32, bfloat16, int8, onnx_float32"),
     (["--tokens=8", "--threads=0"], "error: flag --threads=0: 0 is not a positive integer"),
     (["--config=huge", "--tokens=8"], "error: --config=huge: unknown ALBERT preset 'huge'"),
 ])
@@ -167,25 +181,27 @@ def _run(*flags, prelude=""):
 @pytest.mark.slow
 def test_the_tool_prints_a_line_per_precision():
   lines = _run("--tokens=8", "--requests=5", "--threads=1")
-  assert [l["precision"] for l in lines] == ["float32", "bfloat16", "int8"]
+  assert [l["precision"] for l in lines] == ["float32", "bfloat16", "int8", "onnx_float32"]
   flops = benchmark.pretraining_flops(albert_tf.AlbertConfig.from_json_file(TINY_CONFIG), 1, 8,
                                       0).forward - 2 * 32 * 2
   for line in lines:
     assert {k: line[k] for k in ("mode", "tokens", "batch_size", "flops", "threads")} == {
         "mode": "matmul_chain", "tokens": 8, "batch_size": 1, "flops": flops, "threads": 1}
     assert line["p50_ms"] >= 0 and line["requests"] == 5 and "error" not in line
-  assert [l["runtime"] for l in lines] == ["tensorflow", "tensorflow", "onnxruntime"]
+  assert [l["runtime"] for l in lines] == ["tensorflow", "tensorflow", "onnxruntime",
+                                            "onnxruntime"]
 
 
 @pytest.mark.slow
-def test_without_onnx_the_int8_line_names_the_extra_and_the_others_print():
+def test_without_onnx_its_lines_name_the_extra_and_the_others_print():
   lines = _run("--tokens=8", "--batch_size=1,2", "--requests=12",
                prelude="import sys; sys.modules['onnx'] = None; ")
   assert [(l["precision"], l["batch_size"]) for l in lines] == [
-      (p, b) for b in (1, 2) for p in ("float32", "bfloat16", "int8")]
+      (p, b) for b in (1, 2) for p in ("float32", "bfloat16", "int8", "onnx_float32")]
   for line in lines:
-    if line["precision"] == "int8":
-      assert "p50_ms" not in line and "needs the portable extra" in line["error"]
+    if line["precision"] in ("int8", "onnx_float32"):
+      assert "p50_ms" not in line and line["error"].startswith(
+          f"tools/matmul_chain.py --precisions={line['precision']} needs the portable extra")
     else:
       assert line["p50_ms"] >= 0 and "error" not in line
       assert line["requests"] == (12 if line["batch_size"] == 1 else 3)  # a sixth, at least 3
