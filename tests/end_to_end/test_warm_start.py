@@ -51,9 +51,12 @@ def test_a_refusal_reads_the_same_warm_and_cold(tmp_path):
 
 
 def test_what_runs_cold():
-  env = dict(os.environ)
+  # Each flavor's server environment as launched: this process's os.environ may have changed
+  # since (an in-process test's start-up), and a run given that changed one rightly runs cold.
+  env, serving_env = (dict(warm_binaries.server(flavor).launch_env)
+                      for flavor in ("training", "serving"))
   assert warm_binaries.can_run_warm("run_classifier", ["--do_train"], env)
-  assert warm_binaries.can_run_warm("export_saved_model", [], env)
+  assert warm_binaries.can_run_warm("export_saved_model", [], serving_env)
   assert not warm_binaries.can_run_warm("run_classifier", ["--help"], env)
   assert not warm_binaries.can_run_warm("create_pretraining_data", [], env)  # runs without TF
   assert not warm_binaries.can_run_warm("run_classifier", [], dict(env, TF_ENABLE_ONEDNN_OPTS="0"))
