@@ -1,19 +1,24 @@
 """Names that moved keep working for one release, with a DeprecationWarning naming their new home.
 
-Two kinds of move:
+Three kinds of move:
 - a module that is gone (`albert_tf.settings`, now albert_tf.core.settings and the tasks'
   settings): MOVED_MODULES below lists it with its new homes, and install() lets Python import
   it under the old name. What it gives is an alias module: each attribute read answers the new
   home's object, with a warning;
 - a name that left a module that stays (`albert_tf.models.AlbertClassifier`,
   `AlbertConfig.from_hf_config`): that module declares it, through moved_names() (a module
-  `__getattr__`) or moved_function() (a class attribute).
+  `__getattr__`) or moved_function() (a class attribute);
+- fields of a settings dataclass that now live in one of its nested settings
+  (`PretrainingSettings.spm_model_file`, now `.tokenizer.spm_model_file`): fields_moved_into()
+  keeps the old keywords and attributes.
 
 The new homes are named as strings and imported when an old name is used, so that the table
 adds no import (TensorFlow included) to `import albert_tf` and no upward import to the layers.
 CHANGELOG.md lists every move, and tests/repo/test_public_api.py holds the table to it.
 """
 
+import dataclasses
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -195,3 +200,51 @@ def moved_function(old, new, bound=False):
   call.__doc__ = f"Deprecated: use {new} (removed in albert_tf {REMOVED_IN})."
   return call if bound else staticmethod(call)
 
+
+
+def fields_moved_into(cls, field, names):
+  """Lets the dataclass `cls` still take `names`, fields that moved into its dataclass field
+  `field`, as keywords, and read and set them as attributes, with a DeprecationWarning: they
+  set and read `<field>.<name>`.
+
+    deprecation.fields_moved_into(PretrainingSettings, "tokenizer", ("spm_model_file",))
+
+  They are neither fields nor InitVars: dataclasses.replace would read the attributes back into
+  them and put the old values over a replacing `field`. A name given as None is left out, as its
+  0.3 default.
+
+  Returns:
+    `cls`, changed in place.
+  """
+  where = cls.__name__
+  make_nested = next(f for f in dataclasses.fields(cls) if f.name == field).default_factory
+  nested_class = type(make_nested()).__name__
+  init = cls.__init__
+
+  @functools.wraps(init)
+  def __init__(self, *args, **kwargs):
+    moved = {name: kwargs.pop(name) for name in names if kwargs.get(name) is not None}
+    for name in names:
+      kwargs.pop(name, None)
+    if moved:
+      given = ", ".join(f"{name}=..." for name in moved)
+      warn_moved(f"{where}({given})", f"{where}({field}={nested_class}({given}))", stacklevel=2)
+      kwargs[field] = dataclasses.replace(kwargs.get(field) or make_nested(), **moved)
+    init(self, *args, **kwargs)
+
+  def attribute(name):
+    def read(self):
+      warn_moved(f"{where}.{name}", f"{where}.{field}.{name}", stacklevel=2)
+      return getattr(getattr(self, field), name)
+
+    def write(self, value):
+      warn_moved(f"{where}.{name}", f"{where}.{field}.{name}", stacklevel=2)
+      # A new nested object: the old one may be shared with other settings.
+      setattr(self, field, dataclasses.replace(getattr(self, field), **{name: value}))
+
+    return property(read, write, doc=f"Deprecated (removed in {REMOVED_IN}): {field}.{name}.")
+
+  cls.__init__ = __init__
+  for name in names:
+    setattr(cls, name, attribute(name))
+  return cls

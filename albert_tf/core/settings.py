@@ -21,7 +21,6 @@ without loading TensorFlow.
 """
 
 import dataclasses
-import functools
 from typing import Optional
 
 from absl import flags
@@ -227,33 +226,8 @@ class PretrainingSettings(JobSettings):
   pack_sequences: bool = False
   max_sequences_per_row: int = 4
 
-  @property
-  def spm_model_file(self):
-    """Deprecated (removed in 0.4.0): tokenizer.spm_model_file."""
-    deprecation.warn_moved("PretrainingSettings.spm_model_file",
-                           "PretrainingSettings.tokenizer.spm_model_file", stacklevel=2)
-    return self.tokenizer.spm_model_file
 
-
-def _accepting_spm_model_file(init):
-  """PretrainingSettings' __init__, also taking 0.3's `spm_model_file` (deprecated: it sets
-  tokenizer.spm_model_file). Not a field, nor an InitVar: dataclasses.replace would read the
-  property above back into it, and put the old file over a replacing `tokenizer`."""
-
-  @functools.wraps(init)
-  def __init__(self, *, spm_model_file=None, **kwargs):
-    if spm_model_file is not None:
-      deprecation.warn_moved("PretrainingSettings(spm_model_file=...)",
-                             "PretrainingSettings(tokenizer=TokenizerSettings(spm_model_file="
-                             "...))", stacklevel=2)
-      kwargs["tokenizer"] = dataclasses.replace(kwargs.get("tokenizer") or TokenizerSettings(),
-                                                spm_model_file=spm_model_file)
-    init(self, **kwargs)
-
-  return __init__
-
-
-PretrainingSettings.__init__ = _accepting_spm_model_file(PretrainingSettings.__init__)
+deprecation.fields_moved_into(PretrainingSettings, "tokenizer", ("spm_model_file",))
 
 
 @dataclasses.dataclass(kw_only=True)

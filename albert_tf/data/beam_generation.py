@@ -100,8 +100,8 @@ def _read_tokenizer_file(settings):
   """(settings field, base name, bytes) of the tokenizer's model file, read where the pipeline
   is launched: workers (Dataflow's, a cluster's) see neither the launcher's local files nor, without
   TensorFlow, a TF file system."""
-  field = "spm_model_file" if settings.spm_model_file else "vocab_file"
-  path = getattr(settings, field)
+  field = "spm_model_file" if settings.tokenizer.spm_model_file else "vocab_file"
+  path = getattr(settings.tokenizer, field)
   try:
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
       data = f.read()
@@ -132,7 +132,8 @@ class GenerateFileFn(beam.DoFn):
     local = os.path.join(self._directory, name)
     with open(local, "wb") as f:
       f.write(data)
-    self._worker_settings = dataclasses.replace(self.settings, **{field: local})
+    self._worker_settings = dataclasses.replace(
+        self.settings, tokenizer=dataclasses.replace(self.settings.tokenizer, **{field: local}))
 
   def teardown(self):
     if self._directory:

@@ -12,8 +12,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from albert_tf.core import errors
+from albert_tf.core import deprecation, errors
 from albert_tf.core import io as files
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.data import padding, tfrecords
 from albert_tf.data.corpus import CorpusReader, TokenizedCorpus
 from albert_tf.data.instances import (InstanceOptions, SpecialIds, instances_by_document,
@@ -23,17 +24,19 @@ from albert_tf.data.spill import RecordSpill
 from albert_tf.tokenization import FullTokenizer, chinese_words
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class GenerationSettings:
   """create_pretraining_data's settings (its flags of the same names).
 
   Args:
+    tokenizer: the corpus's tokenization: SentencePiece (spm_model_file) or WordPiece
+      (vocab_file), and do_lower_case; `FullTokenizer.from_settings(settings.tokenizer)` builds it.
+    vocab_file, spm_model_file, do_lower_case: deprecated (removed in 0.4.0): the tokenizer's
+      fields of those names, which they set.
     chinese_word_segmentation: None, or a segmenter of chinese_words.SEGMENTERS ("jieba"):
       whole-word masking then masks each Chinese word whole (WordPiece vocabularies only).
   """
-  vocab_file: str = None
-  spm_model_file: str = None
-  do_lower_case: bool = True
+  tokenizer: TokenizerSettings = dataclasses.field(default_factory=TokenizerSettings)
   ngram: int = 3
   favor_shorter_ngram: bool = True
   dupe_factor: int = 40
@@ -41,8 +44,9 @@ class GenerationSettings:
   instance: InstanceOptions = dataclasses.field(default_factory=InstanceOptions)
   chinese_word_segmentation: Optional[str] = None
 
-  def tokenizer(self):
-    return FullTokenizer(self.vocab_file, self.do_lower_case, self.spm_model_file)
+
+deprecation.fields_moved_into(GenerationSettings, "tokenizer",
+                              ("vocab_file", "spm_model_file", "do_lower_case"))
 
 
 def special_ids(tokenizer):
@@ -172,7 +176,7 @@ def _segmentation_problems(settings):
     return [f"--chinese_word_segmentation={name!r}: the choices are "
             f"{', '.join(chinese_words.SEGMENTERS)}"]
   problems = []
-  if settings.spm_model_file:
+  if settings.tokenizer.spm_model_file:
     problems.append(f"--chinese_word_segmentation={name} marks the characters of WordPiece "
                     "vocabularies (one piece per CJK character): give the model's vocab.txt as "
                     "--vocab_file without --spm_model_file")
@@ -276,7 +280,7 @@ def generate(input_files, output_files, settings, progress=None, access=DEFAULT_
   check_settings(settings)
   check_output_files(input_files, output_files, access.isdir)
   progress = progress or Progress()
-  tokenizer = settings.tokenizer()
+  tokenizer = FullTokenizer.from_settings(settings.tokenizer)
   special = special_ids(tokenizer)
   options = settings.instance
   # Opened before the work, so that an unwritable output fails in seconds, not after hours.

@@ -74,9 +74,7 @@ class FineTuningJob(Job):
     tokenizer = settings.tokenizer
     if not tokenizer.spm_model_file and not tokenizer.vocab_file:
       raise UsageError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
-    self.tokenizer = FullTokenizer(vocab_file=tokenizer.vocab_file,
-                                   do_lower_case=tokenizer.do_lower_case,
-                                   spm_model_file=tokenizer.spm_model_file)
+    self.tokenizer = FullTokenizer.from_settings(tokenizer)
     try:
       check_vocab_fits(max(self.tokenizer.vocab.values()) + 1, self.config.vocab_size,
                        tokenizer.spm_model_file or tokenizer.vocab_file,

@@ -103,6 +103,13 @@ class FullTokenizer:
       self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
     self.inv_vocab = {v: k for k, v in self.vocab.items()}
 
+  @classmethod
+  def from_settings(cls, settings):
+    """The tokenizer of `settings`, an albert_tf.core.settings.TokenizerSettings (or any object
+    with its fields spm_model_file, vocab_file and do_lower_case)."""
+    return cls(vocab_file=settings.vocab_file, do_lower_case=settings.do_lower_case,
+               spm_model_file=settings.spm_model_file)
+
   def preprocess(self, text):
     """The text normalisation applied before SentencePiece (identity for WordPiece)."""
     if self.sp_model:

@@ -1,11 +1,13 @@
 """Settings that travel whole: the exporters take the tokenizer as one TokenizerSettings (0.3's
-spread-out arguments still work, with a DeprecationWarning), PretrainingSettings holds its
-tokenizer as the fine-tuning settings do, and every job and export refuses a sequence length
-longer than the config's max_position_embeddings with one message."""
+spread-out arguments still work, with a DeprecationWarning), PretrainingSettings and
+create_pretraining_data's GenerationSettings hold their tokenizer as the fine-tuning settings
+do, and every job and export refuses a sequence length longer than the config's
+max_position_embeddings with one message."""
 
 import dataclasses
 import json
 import os
+import pickle
 import types
 import warnings
 
@@ -17,6 +19,7 @@ from albert_tf.checkpoints import hf_config
 from albert_tf.core import errors, settings
 from albert_tf.core.config import check_max_seq_length
 from albert_tf.core.settings import TokenizerSettings
+from albert_tf.data.pretraining_data import GenerationSettings
 from albert_tf.export import portable
 from albert_tf.export.hf import export_hf_layout
 from albert_tf.export.released import export_released_layout
@@ -28,6 +31,7 @@ from albert_tf.tasks.ner.export import NerServingModule
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.tasks.pretraining import job as pretraining_job
 from albert_tf.tasks.squad.export import SquadServingModule
+from albert_tf.tokenization import FullTokenizer
 from albert_tf.tokenization.in_graph_cmrc import CmrcInGraphTokenizer
 from albert_tf.training.job import Job
 from helpers import ORIGINAL_MODEL, TESTDATA
@@ -110,6 +114,40 @@ def test_dynamic_masking_reads_the_special_ids_of_the_settings_tokenizer(monkeyp
   masking = pretraining_job.PretrainingJob._dynamic_masking(job)
   assert opened == [SPM]
   assert (masking.cls_id, masking.sep_id, masking.mask_id) == (7, 8, 9)
+
+
+# -- GenerationSettings.tokenizer ---------------------------------------------------------------
+def test_generation_settings_hold_the_tokenizer_whole():
+  made = GenerationSettings(tokenizer=TokenizerSettings(vocab_file=VOCAB, do_lower_case=False))
+  assert not {"vocab_file", "spm_model_file", "do_lower_case"} & {
+      f.name for f in dataclasses.fields(made)}
+  # What Beam sends its workers.
+  assert pickle.loads(pickle.dumps(made)) == made
+  # Cased, as the settings say: the vocabulary has no upper-case pieces.
+  assert FullTokenizer.from_settings(made.tokenizer).tokenize("hello World") == [
+      "h", "##e", "##l", "##l", "##o", "[UNK]"]
+
+
+def test_the_old_generation_fields_warn_and_land_in_the_tokenizer():
+  with pytest.warns(DeprecationWarning, match=r"GenerationSettings\(vocab_file=\.\.\., "
+                    r"do_lower_case=\.\.\.\) is deprecated.*tokenizer=TokenizerSettings") as caught:
+    made = GenerationSettings(vocab_file=VOCAB, do_lower_case=False, spm_model_file=None,
+                              dupe_factor=1)
+  assert caught[0].filename == __file__
+  assert made.tokenizer == TokenizerSettings(vocab_file=VOCAB, do_lower_case=False)
+  assert made.dupe_factor == 1
+  with pytest.warns(DeprecationWarning, match=r"GenerationSettings\.tokenizer\.do_lower_case"):
+    assert made.do_lower_case is False
+  shared = made.tokenizer
+  with pytest.warns(DeprecationWarning, match=r"GenerationSettings\.tokenizer\.spm_model_file"):
+    made.spm_model_file = SPM
+  assert made.tokenizer == TokenizerSettings(vocab_file=VOCAB, spm_model_file=SPM,
+                                             do_lower_case=False)
+  assert shared.spm_model_file is None  # a new tokenizer, not the old one changed
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    other = dataclasses.replace(made, tokenizer=TokenizerSettings(spm_model_file=SPM))
+  assert other.tokenizer == TokenizerSettings(spm_model_file=SPM)
 
 
 # -- the exporters take a TokenizerSettings -----------------------------------------------------

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import original_pretraining_reference as reference
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_data import GenerationSettings, generate, generate_per_file
 from albert_tf.tokenization import FullTokenizer
@@ -22,7 +23,9 @@ CORPUS = os.path.join(DATA, "corpus.txt")
 
 def _settings(**kw):
   inst = {k: kw.pop(k) for k in list(kw) if k in InstanceOptions.__dataclass_fields__}
-  base = dict(spm_model_file=SPM, vocab_file="unused", dupe_factor=2, random_seed=12345)
+  tokenizer = {k: kw.pop(k) for k in list(kw) if k in TokenizerSettings.__dataclass_fields__}
+  base = dict(tokenizer=TokenizerSettings(**dict(dict(spm_model_file=SPM), **tokenizer)),
+              dupe_factor=2, random_seed=12345)
   base.update(kw)
   return GenerationSettings(instance=InstanceOptions(**dict(
       dict(max_seq_length=64, max_predictions_per_seq=10), **inst)), **base)
@@ -68,10 +71,10 @@ def test_flags_against_reference(variant, tmp_path):
   settings = _settings(**VARIANTS[variant])
   outputs = [str(tmp_path / f"out{i}.tfrecord") for i in range(2)]
   generate([corpus], outputs, settings)
-  tokenizer = FullTokenizer(None, settings.do_lower_case, SPM)
+  tokenizer = FullTokenizer.from_settings(settings.tokenizer)
   flags = dict(dataclasses.asdict(settings.instance), ngram=settings.ngram,
                favor_shorter_ngram=settings.favor_shorter_ngram, dupe_factor=settings.dupe_factor,
-               random_seed=settings.random_seed, do_lower_case=settings.do_lower_case)
+               random_seed=settings.random_seed, do_lower_case=settings.tokenizer.do_lower_case)
   expected = reference.generate_examples([corpus], tokenizer, flags)
   ours = read_examples(outputs[0]), read_examples(outputs[1])
   # Round-robin over the two output files.

@@ -13,6 +13,7 @@ import pytest
 
 import original_pretraining_reference as reference
 from albert_tf.core import io as files
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.data import tfrecords
 from albert_tf.core.io import expand_input_patterns, write_text_atomically
 from albert_tf.data.instances import InstanceOptions
@@ -30,7 +31,7 @@ SMALL_FLAGS = [f"--spm_model_file={SPM}", "--vocab_file=unused", "--max_seq_leng
 
 
 def _settings(**instance):
-  return GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=1,
+  return GenerationSettings(tokenizer=TokenizerSettings(spm_model_file=SPM), dupe_factor=1,
                             instance=InstanceOptions(**dict(
                                 dict(max_seq_length=64, max_predictions_per_seq=10), **instance)))
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.data.corpus import CorpusReader, TokenizedCorpus
 from albert_tf.data.pretraining_data import GenerationSettings, Progress, generate
 from albert_tf.data.instances import InstanceOptions
@@ -25,7 +26,7 @@ FLAGS = [f"--spm_model_file={SPM}", "--vocab_file=unused", "--max_seq_length=64"
 
 def _settings(dupe_factor):
   """The fixture's generation flags (seq 64, 10 predictions) at `dupe_factor`."""
-  return GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=dupe_factor,
+  return GenerationSettings(tokenizer=TokenizerSettings(spm_model_file=SPM), dupe_factor=dupe_factor,
                             instance=InstanceOptions(max_seq_length=64, max_predictions_per_seq=10))
 
 
@@ -96,7 +97,7 @@ def test_beam_pipeline_names_a_missing_tokenizer_file(tmp_path):
   from albert_tf.data.beam_generation import GenerateFileFn
   missing = str(tmp_path / "nope.model")
   with pytest.raises(FileNotFoundError, match=f"--spm_model_file={missing}: cannot be read"):
-    GenerateFileFn(GenerationSettings(spm_model_file=missing, vocab_file="unused"))
+    GenerateFileFn(GenerationSettings(tokenizer=TokenizerSettings(spm_model_file=missing)))
 
 
 def test_beam_file_access_leaves_nothing_on_failure(tmp_path):

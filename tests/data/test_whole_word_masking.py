@@ -15,6 +15,7 @@ import pytest
 
 from albert_tf import create_pretraining_data as binary
 from albert_tf.core import errors
+from albert_tf.core.settings import TokenizerSettings
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_data import GenerationSettings, check_settings, generate
 from albert_tf.tokenization import FullTokenizer
@@ -86,7 +87,7 @@ def _jieba_later_chars(pieces):
 
 def _settings(vocab, **kw):
   instance = {k: kw.pop(k) for k in list(kw) if k in InstanceOptions.__dataclass_fields__}
-  return GenerationSettings(vocab_file=vocab, dupe_factor=kw.pop("dupe_factor", 3),
+  return GenerationSettings(tokenizer=TokenizerSettings(vocab_file=vocab), dupe_factor=kw.pop("dupe_factor", 3),
                             random_seed=kw.pop("random_seed", 7), instance=InstanceOptions(
                                 **dict(dict(max_seq_length=48, max_predictions_per_seq=8),
                                        **instance)), **kw)
@@ -240,7 +241,9 @@ def test_jieba_cache_goes_to_xdg_cache_home(jieba_cache):
 
 def test_refusals():
   spm = _settings(ZH_VOCAB, chinese_word_segmentation="jieba")
-  spm.spm_model_file = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
+  spm.tokenizer = TokenizerSettings(
+      vocab_file=ZH_VOCAB,
+      spm_model_file=os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model"))
   with pytest.raises(errors.UsageError, match="WordPiece vocabularies"):
     check_settings(spm)
   with pytest.raises(errors.UsageError, match="needs|joins characters into words"):

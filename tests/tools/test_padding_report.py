@@ -194,12 +194,13 @@ def test_create_pretraining_data_ends_with_the_padding_it_wrote(mode, short_corp
 @pytest.fixture(name="records", scope="module")
 def fixture_records(short_corpus, tmp_path_factory):
   """Two record files of the short corpus at max_seq_length 128."""
+  from albert_tf.core.settings import TokenizerSettings
   from albert_tf.data.instances import InstanceOptions
   from albert_tf.data.pretraining_data import (
       GenerationSettings, Progress, generate)
   directory = tmp_path_factory.mktemp("records")
   paths = [str(directory / f"{name}.tfrecord") for name in ("a", "b")]
-  settings = GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=3,
+  settings = GenerationSettings(tokenizer=TokenizerSettings(spm_model_file=SPM), dupe_factor=3,
                                 instance=InstanceOptions(max_seq_length=128,
                                                          max_predictions_per_seq=10))
   with open(os.devnull, "w", encoding="utf-8") as quiet:

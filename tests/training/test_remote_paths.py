@@ -311,7 +311,7 @@ def test_pretraining_data_from_and_to_ram(ram, tmp_path):
   from albert_tf.data.instances import InstanceOptions
   from albert_tf.data.pretraining_data import GenerationSettings, generate
   corpus = os.path.join(TESTDATA, "original_pretraining_data", "corpus.txt")
-  settings = GenerationSettings(spm_model_file=SPM, vocab_file="unused", dupe_factor=1,
+  settings = GenerationSettings(tokenizer=TokenizerSettings(spm_model_file=SPM), dupe_factor=1,
                                 instance=InstanceOptions(max_seq_length=64,
                                                          max_predictions_per_seq=10))
   local = str(tmp_path / "local.tfrecord")
