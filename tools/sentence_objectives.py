@@ -257,7 +257,8 @@ def make_records(text_file, record_file, spm_model_file, s, next_sentence, dupe_
   from albert_tf.core.settings import TokenizerSettings
   from albert_tf.data.pretraining_data import GenerationSettings, Progress, generate
   generate([text_file], [record_file], GenerationSettings(
-      tokenizer=TokenizerSettings(spm_model_file=spm_model_file), dupe_factor=dupe_factor, random_seed=s["seed"],
+      tokenizer=TokenizerSettings(spm_model_file=spm_model_file), dupe_factor=dupe_factor,
+      random_seed=s["seed"],
       instance=InstanceOptions(max_seq_length=s["max_seq_length"],
                                max_predictions_per_seq=s["max_predictions_per_seq"],
                                random_next_sentence=next_sentence)),

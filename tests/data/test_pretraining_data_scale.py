@@ -26,8 +26,9 @@ FLAGS = [f"--spm_model_file={SPM}", "--vocab_file=unused", "--max_seq_length=64"
 
 def _settings(dupe_factor):
   """The fixture's generation flags (seq 64, 10 predictions) at `dupe_factor`."""
-  return GenerationSettings(tokenizer=TokenizerSettings(spm_model_file=SPM), dupe_factor=dupe_factor,
-                            instance=InstanceOptions(max_seq_length=64, max_predictions_per_seq=10))
+  return GenerationSettings(
+      tokenizer=TokenizerSettings(spm_model_file=SPM), dupe_factor=dupe_factor,
+      instance=InstanceOptions(max_seq_length=64, max_predictions_per_seq=10))
 
 
 def _split_corpus(directory):

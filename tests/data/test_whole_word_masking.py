@@ -87,10 +87,10 @@ def _jieba_later_chars(pieces):
 
 def _settings(vocab, **kw):
   instance = {k: kw.pop(k) for k in list(kw) if k in InstanceOptions.__dataclass_fields__}
-  return GenerationSettings(tokenizer=TokenizerSettings(vocab_file=vocab), dupe_factor=kw.pop("dupe_factor", 3),
-                            random_seed=kw.pop("random_seed", 7), instance=InstanceOptions(
-                                **dict(dict(max_seq_length=48, max_predictions_per_seq=8),
-                                       **instance)), **kw)
+  return GenerationSettings(
+      tokenizer=TokenizerSettings(vocab_file=vocab), dupe_factor=kw.pop("dupe_factor", 3),
+      random_seed=kw.pop("random_seed", 7), instance=InstanceOptions(
+          **dict(dict(max_seq_length=48, max_predictions_per_seq=8), **instance)), **kw)
 
 
 def _records(tmp_path, corpus, settings, name="out.tfrecord"):

@@ -131,12 +131,18 @@ def _probe(flavor, env, cold=False):
     # is for (onednn.child_environment), and not logged as turned on.
     ("training", {onednn.VARIABLE: "1"}),
 ])
-def test_a_warm_script_starts_as_a_fresh_one(flavor, env):
+def test_a_warm_script_starts_as_a_fresh_one(flavor, env, monkeypatch):
   """Its os.environ after the start-up (the start-up's variables in it where the run left them
   unset), what onednn says and passes on, and sys.argv, sys.path[0], __file__ and __name__ as
   `python3 <script>` sets them."""
-  environment = dict(os.environ, **env)
   server = warm_binaries.server(flavor)
+  # This process's os.environ as the server was launched with: an in-process test's start-up
+  # may have set a variable since, and a run given that changed one rightly runs cold.
+  for name in set(os.environ) - set(server.launch_env):
+    monkeypatch.delenv(name)
+  for name, value in server.launch_env.items():
+    monkeypatch.setenv(name, value)
+  environment = dict(os.environ, **env)
   fits = server.environment(environment) is not None
   if env and not fits:
     pytest.skip("the server loaded TensorFlow with another TF_ENABLE_ONEDNN_OPTS here (no AVX2, "
