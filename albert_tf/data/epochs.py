@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.core import io
+from albert_tf.data.tuning import without_autotuning_model
 
 logger = logging.getLogger("albert_tf")
 
@@ -60,7 +61,7 @@ def count_records(files):
   counts = tf.data.Dataset.from_tensor_slices(tf.constant(files)).map(
       lambda f: tf.data.TFRecordDataset(f).reduce(np.int64(0), lambda n, _: n + 1),
       num_parallel_calls=tf.data.AUTOTUNE)
-  return int(counts.reduce(np.int64(0), lambda total, n: total + n))
+  return int(without_autotuning_model(counts).reduce(np.int64(0), lambda total, n: total + n))
 
 
 def cached_record_count(files, cache_path, writes=True, counter=None, field="records"):

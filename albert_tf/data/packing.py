@@ -30,6 +30,7 @@ import tensorflow as tf
 # Records packed together (first-fit decreasing over a window), shared with the TensorFlow-free
 # padding report that predicts the rows.
 from albert_tf.data.padding import PACKING_WINDOW
+from albert_tf.data.tuning import without_autotuning_model
 
 # The features of a packed row (see the module docstring), with their per-row shapes in units of
 # (T, K, P) and their dtypes.
@@ -205,7 +206,7 @@ def count_packed_rows(path, max_seq_length, max_sequences_per_row, window=PACKIN
     return assign_rows(window_lengths, max_seq_length, max_sequences_per_row)[3]
 
   d = tf.data.TFRecordDataset(path).batch(1024).map(lengths).unbatch().batch(window)
-  d = d.map(rows, num_parallel_calls=tf.data.AUTOTUNE)
+  d = without_autotuning_model(d.map(rows, num_parallel_calls=tf.data.AUTOTUNE))
   return int(d.reduce(np.int64(0), lambda total, n: total + tf.cast(n, tf.int64)))
 
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 from albert_tf.core import errors
 from albert_tf.data import dynamic_masking, epochs, packing
 from albert_tf.data.feature_check import check_first_record
+from albert_tf.data.tuning import without_autotuning_model
 from albert_tf.core.io import expand_input_patterns
 
 
@@ -98,7 +99,8 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
                           keyed, count_cache, rows_of_file=rows_of_file,
                           count=(count, packing.packing_cache_field(max_seq_length,
                                                                     max_sequences_per_row)))
-    return d.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return without_autotuning_model(
+        d.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
   if is_training:
     d = _training_records(input_files, seed, input_context, num_cpu_threads,
                           start_step * epochs.records_per_step(global_batch_size, input_context),
@@ -116,7 +118,7 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
     d = packing.packed_batches(d, batch_size, max_sequences_per_row)
   else:
     d = d.batch(batch_size, drop_remainder=True)
-  return d.prefetch(tf.data.AUTOTUNE)
+  return without_autotuning_model(d.prefetch(tf.data.AUTOTUNE))
 
 
 def _decoder(spec, dynamic, max_predictions_per_seq):

@@ -14,6 +14,7 @@ import tensorflow as tf
 from albert_tf.data import epochs
 from albert_tf.data.feature_check import check_first_record
 from albert_tf.data.trimming import EXAMPLE_INDEX, SEQUENCE_FEATURES, trim_batch
+from albert_tf.data.tuning import without_autotuning_model
 
 logger = logging.getLogger("albert_tf")
 
@@ -71,7 +72,7 @@ def feature_dataset(input_files, name_to_features, batch_size, is_training, max_
     d = d.batch(batch_size, drop_remainder=drop)
   if dynamic_length:
     d = d.map(lambda b: trim_batch(b, max_seq_length, length_multiple, sequence_features))
-  return d.prefetch(tf.data.AUTOTUNE)
+  return without_autotuning_model(d.prefetch(tf.data.AUTOTUNE))
 
 
 def in_file_order(outputs):
