@@ -22,7 +22,7 @@ from absl import app, flags
 
 from albert_tf.core import cli, errors, path_checks
 
-from albert_tf.core.settings import TokenizerSettings
+from albert_tf.core.settings import TokenizerSettings, from_values
 from albert_tf.core.startup import quiet_tensorflow_startup
 
 from albert_tf.core import io as files
@@ -111,9 +111,7 @@ def whole_word_mask_from_flags():
 
 def settings_from_flags():
   return GenerationSettings(
-      tokenizer=TokenizerSettings(vocab_file=FLAGS.vocab_file, spm_model_file=FLAGS.spm_model_file,
-                                  do_lower_case=FLAGS.do_lower_case),
-      ngram=FLAGS.ngram,
+      tokenizer=from_values(TokenizerSettings, FLAGS), ngram=FLAGS.ngram,
       favor_shorter_ngram=FLAGS.favor_shorter_ngram, dupe_factor=FLAGS.dupe_factor,
       random_seed=FLAGS.random_seed,
       instance=InstanceOptions(

@@ -201,7 +201,6 @@ def moved_function(old, new, bound=False):
   return call if bound else staticmethod(call)
 
 
-
 def fields_moved_into(cls, field, names):
   """Lets the dataclass `cls` still take `names`, fields that moved into its dataclass field
   `field`, as keywords, and read and set them as attributes, with a DeprecationWarning: they
@@ -223,9 +222,8 @@ def fields_moved_into(cls, field, names):
 
   @functools.wraps(init)
   def __init__(self, *args, **kwargs):
-    moved = {name: kwargs.pop(name) for name in names if kwargs.get(name) is not None}
-    for name in names:
-      kwargs.pop(name, None)
+    given = {name: kwargs.pop(name) for name in names if name in kwargs}
+    moved = {name: value for name, value in given.items() if value is not None}
     if moved:
       given = ", ".join(f"{name}=..." for name in moved)
       warn_moved(f"{where}({given})", f"{where}({field}={nested_class}({given}))", stacklevel=2)
