@@ -81,6 +81,7 @@ def test_evaluating_a_head_the_checkpoint_lacks_is_refused(tmp_path):
   assert "eval_accuracy" in (out / "eval_results.txt").read_text()
 
 
+@pytest.mark.slow  # two evaluations and a training run
 def test_another_tasks_head_is_refused_without_training(mrpc_run, tmp_path):
   # An SST-2 evaluation of an MRPC classifier: the same [2, H] head, another task.
   with pytest.raises(errors.CheckpointError,

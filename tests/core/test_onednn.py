@@ -59,6 +59,7 @@ def test_nothing_once_tensorflow_is_imported_or_where_it_does_not_apply(fresh):
   assert onednn.VARIABLE not in os.environ
 
 
+@pytest.mark.slow  # two TensorFlow start-ups
 def test_a_training_binarys_tensorflow_runs_onednn_where_it_applies():
   """running_job (every training binary's main) turns it on before TensorFlow loads: TensorFlow
   itself then reports oneDNN on, wherever applies() (on CPUs with VNNI or AMX its default is on

@@ -59,6 +59,7 @@ def _python(code):
   return result.stdout
 
 
+@pytest.mark.slow  # Beam's runner and two workers
 def test_beam_direct_runner_writes_what_num_workers_writes(tmp_path):
   _split_corpus(tmp_path / "corpus")
   inputs = f"--input_file={tmp_path / 'corpus' / '*.txt'}"
@@ -168,6 +169,7 @@ def test_progress_reports_each_step_with_an_eta(tmp_path):
   assert "wrote 1799 instances to 1 file(s)" in log
 
 
+@pytest.mark.slow  # writes 20 MB of records
 def test_peak_memory_stays_far_below_the_records(tmp_path):
   """A 3 MB corpus (dupe 3, seq 128) writes 19.6 MB of records. Holding the instances as Python
   objects peaked at 158 MB; compact documents and spilled records peak near 54 MB, of which about

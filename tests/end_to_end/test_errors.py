@@ -200,6 +200,7 @@ def test_beam_generation_without_the_beam_extra(tmp_path):
   assert not os.path.exists(tmp_path / "out.tfrecord")
 
 
+@pytest.mark.slow  # two binaries, each a TensorFlow start-up
 def test_hf_checkpoints_without_the_hf_extra(tmp_path):
   hint = "needs the hf extra (no module named 'safetensors'): pip install \"albert-tf[hf]\""
   line = _one_error_line(_run_without(["safetensors"], "export_saved_model", [

@@ -90,6 +90,7 @@ def test_text_outputs_equal_the_fully_padded_run(pretraining, batch):
   assert not served["sequence_output"].numpy()[:, longest:].any()  # zeros past the run
 
 
+@pytest.mark.slow  # builds and traces a classifier
 def test_text_pair_and_classifier_outputs_equal_the_fully_padded_run(pretraining):
   first, second = _mrpc_pairs()
   first, second = first[:6], second[:6]

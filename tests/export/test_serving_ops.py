@@ -85,6 +85,7 @@ def test_allowlist_is_tf_2_12_with_its_text_ops():
   assert "TFText>RoundRobinTrim" not in allowed
 
 
+@pytest.mark.slow  # two TensorFlow start-ups
 def test_tool_reports_ops_missing_from_an_allowlist(tmp_path):
   module = tf.Module()
   module.f = tf.function(lambda x: {"y": tf.strings.regex_replace(x, "a", "b")},

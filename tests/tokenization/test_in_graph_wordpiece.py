@@ -192,6 +192,7 @@ def saved_model(tokenizers, tmp_path_factory):
   return str(base / "moved")
 
 
+@pytest.mark.slow  # a TensorFlow start-up
 def test_saved_model_in_a_process_without_albert_tf(saved_model, tmp_path):
   texts_file = tmp_path / "texts.json"
   texts_file.write_text(json.dumps(_pairs()), encoding="utf-8")

@@ -60,6 +60,7 @@ def jsonl_corpus(tmp_path_factory):
   return str(path), texts
 
 
+@pytest.mark.slow  # tokenizes 2,500 lines twice
 def test_fixture_corpus_counts_and_examples(jsonl_corpus):
   path, texts = jsonl_corpus
   # Small batches and progress every batch: counts must not depend on where batches end.
@@ -90,6 +91,7 @@ def test_fixture_corpus_counts_and_examples(jsonl_corpus):
                    result.stderr, re.M), result.stderr
 
 
+@pytest.mark.slow  # tokenizes 1,900 lines twice
 def test_corpus_without_repeated_runs_agrees(tmp_path):
   with open(CORPUS, encoding="utf-8") as f:
     lines = [l for l in f.read().split("\n") if not RUN.search(l)]

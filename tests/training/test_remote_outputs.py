@@ -32,6 +32,7 @@ def _in_tmp_cwd(tmp_path, monkeypatch):
   assert not os.path.exists(tmp_path / "ram:"), "a local ram: folder was written"
 
 
+@pytest.mark.slow  # trains
 def test_pretraining_job_writes_to_ram():
   out = "ram://remote_outputs/pretraining"
   PretrainingJob(settings.PretrainingSettings(

@@ -26,6 +26,7 @@ def _pretrain(out, steps, data_seed):
                                    save_checkpoints_steps=2, iterations_per_loop=1))).run()
 
 
+@pytest.mark.slow  # four pretraining runs
 def test_a_seeded_run_resumed_without_the_flag_keeps_its_order(tmp_path):
   for name in ("flag_given", "flag_left_out"):
     _pretrain(tmp_path / name, 2, data_seed=5)
