@@ -23,7 +23,7 @@ from albert_tf.export.serving_ops import ops_missing_from
 from albert_tf.export.tfhub import HubEncoder, check_mlm_head, save_hub_model
 from albert_tf.export.tfhub_preprocessing import HubPreprocessor
 from albert_tf.tokenization.bert_packing import bert_pack_inputs
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, reference_batch
+from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, reference_batch, run_binary
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 CKPT0 = os.path.join(ORIGINAL_MODEL, "model.ckpt-0")
@@ -81,25 +81,18 @@ def exported(tmp_path_factory):
   root = tmp_path_factory.mktemp("tfhub")
   paths = {"encoder": str(root / "encoder"), "preprocessor": str(root / "preprocess"),
            "wordpiece_preprocessor": str(root / "preprocess_wordpiece")}
-  binary = subprocess.Popen(
-      [sys.executable, "-m", "albert_tf.export_tfhub", "--export_type=model_with_mlm",
-       f"--albert_config_file={CONFIG}", f"--init_checkpoint={CKPT0}",
-       f"--spm_model_file={SPM}", f"--export_path={paths['encoder']}"],
-      cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   # The SentencePiece preprocessor from the binary too (--export_type=preprocessing takes no
-  # config), the WordPiece one made here meanwhile.
-  preprocessing = subprocess.Popen(
-      [sys.executable, "-m", "albert_tf.export_tfhub", "--export_type=preprocessing",
-       f"--spm_model_file={SPM}", f"--default_seq_length={SEQ}",
-       f"--export_path={paths['preprocessor']}"],
-      cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  # config), the WordPiece one made here.
+  stdout = run_binary("export_tfhub", [
+      "--export_type=model_with_mlm", f"--albert_config_file={CONFIG}",
+      f"--init_checkpoint={CKPT0}", f"--spm_model_file={SPM}",
+      f"--export_path={paths['encoder']}"]).stdout
+  run_binary("export_tfhub", ["--export_type=preprocessing", f"--spm_model_file={SPM}",
+                              f"--default_seq_length={SEQ}",
+                              f"--export_path={paths['preprocessor']}"])
   save_hub_model(HubPreprocessor(TokenizerSettings(vocab_file=VOCAB), default_seq_length=SEQ),
                  paths["wordpiece_preprocessor"])
-  logs = [process.communicate(timeout=600) for process in (binary, preprocessing)]
-  for process, (_, stderr) in zip((binary, preprocessing), logs):
-    assert process.returncode == 0, stderr[-3000:]
   assert os.path.isfile(os.path.join(paths["preprocessor"], "saved_model.pb"))
-  stdout = logs[0][0]
   assert "loaded 32 variables" in stdout and "missing 0" in stdout, stdout
   batch = reference_batch()
   request = {

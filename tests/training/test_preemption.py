@@ -17,7 +17,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.training import checkpointing
 from albert_tf.training.preemption import PREEMPTED_EXIT_CODE
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, free_ports
+from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, free_ports, run_binary
 
 RECORDS = os.path.join(TESTDATA, "original_pretraining_data", "expected.tfrecord")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
@@ -58,11 +58,9 @@ def _signal_after(proc, text, signum):
   return "".join(lines)
 
 
-def _run(module, flags, env=None):
-  proc = _start(module, flags, env)
-  err = _signal_after(proc, "", None)
-  assert proc.returncode == 0, err[-3000:]
-  return err
+def _run(module, flags):
+  """A run that is sent no signal: from a warm start (helpers.run_binary); returns its stderr."""
+  return run_binary(module, flags).stderr
 
 
 def _assert_same_state(prefix_a, prefix_b):
