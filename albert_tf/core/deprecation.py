@@ -225,8 +225,9 @@ def fields_moved_into(cls, field, names):
     given = {name: kwargs.pop(name) for name in names if name in kwargs}
     moved = {name: value for name, value in given.items() if value is not None}
     if moved:
-      given = ", ".join(f"{name}=..." for name in moved)
-      warn_moved(f"{where}({given})", f"{where}({field}={nested_class}({given}))", stacklevel=2)
+      listed = ", ".join(f"{name}=..." for name in moved)
+      warn_moved(f"{where}({listed})", f"{where}({field}={nested_class}({listed}))",
+                 stacklevel=2)
       kwargs[field] = dataclasses.replace(kwargs.get(field) or make_nested(), **moved)
     init(self, *args, **kwargs)
 
