@@ -117,6 +117,18 @@ def test_what_this_process_sets_after_the_server_started_changes_no_answer(monke
   assert warm_binaries.can_run_warm("run_classifier", [], server.launch_env)
 
 
+def _environ_as_launched(flavor, monkeypatch):
+  """The flavor's server, with this process's os.environ set as the server was launched with: an
+  in-process test's start-up may have set a variable since, and a run given that changed one
+  rightly runs cold."""
+  server = warm_binaries.server(flavor)
+  for name in set(os.environ) - set(server.launch_env):
+    monkeypatch.delenv(name)
+  for name, value in server.launch_env.items():
+    monkeypatch.setenv(name, value)
+  return server
+
+
 def _probe(flavor, env, cold=False):
   flags = ["--training"] if flavor == "training" else []
   result = warm_binaries.run_script(PROBE, flags, flavor=flavor, env=env, cold=cold, timeout=120)
@@ -135,13 +147,7 @@ def test_a_warm_script_starts_as_a_fresh_one(flavor, env, monkeypatch):
   """Its os.environ after the start-up (the start-up's variables in it where the run left them
   unset), what onednn says and passes on, and sys.argv, sys.path[0], __file__ and __name__ as
   `python3 <script>` sets them."""
-  server = warm_binaries.server(flavor)
-  # This process's os.environ as the server was launched with: an in-process test's start-up
-  # may have set a variable since, and a run given that changed one rightly runs cold.
-  for name in set(os.environ) - set(server.launch_env):
-    monkeypatch.delenv(name)
-  for name, value in server.launch_env.items():
-    monkeypatch.setenv(name, value)
+  server = _environ_as_launched(flavor, monkeypatch)
   environment = dict(os.environ, **env)
   fits = server.environment(environment) is not None
   if env and not fits:
@@ -155,11 +161,13 @@ def test_a_warm_script_starts_as_a_fresh_one(flavor, env, monkeypatch):
       k: v for k, v in environment.items() if k in added})
 
 
-def test_a_script_run_in_the_other_flavor_fails_saying_so():
+def test_a_script_run_in_the_other_flavor_fails_saying_so(monkeypatch):
   """The server cannot load TensorFlow again: a run whose fresh process would load it otherwise
   (oneDNN on or off) must not pass for that run."""
+  _environ_as_launched("training", monkeypatch)
   result = warm_binaries.run_script(PROBE, [], flavor="training", timeout=120)
   assert result.returncode == 1 and "run it in the serving flavor" in result.stderr
+  _environ_as_launched("serving", monkeypatch)
   if onednn.applies() and onednn.VARIABLE not in os.environ:
     result = warm_binaries.run_script(PROBE, ["--training"], flavor="serving", timeout=120)
     assert result.returncode == 1 and "run it in the training flavor" in result.stderr
