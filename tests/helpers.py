@@ -85,17 +85,31 @@ def assert_same_checkpoint_values(prefix_a, prefix_b, atol=None):
       np.testing.assert_allclose(a.get_tensor(name), b.get_tensor(name), atol=atol, err_msg=name)
 
 
+def start_binary(module, flags, env=None, cold=False, stdout=None, stderr=None):
+  """`python -m albert_tf.<module> <flags>` started from the repository root, `env` added to the
+  environment, its streams as subprocess.Popen takes them (text): a subprocess.Popen, or, where
+  that shows the same (helpers.run_binary's rule), a warm_binaries.WarmProcess, which is handled
+  alike (wait, communicate, signals)."""
+  environment = dict(os.environ, **(env or {}))
+  if not cold and warm_binaries.can_run_warm(module, flags, environment):
+    return warm_binaries.start_warm(module, flags, environment, stdout=stdout, stderr=stderr)
+  return subprocess.Popen([sys.executable, "-m", f"albert_tf.{module}"] + list(flags),
+                          cwd=REPO_ROOT, env=environment, stdout=stdout, stderr=stderr, text=True)
+
+
+def cluster_environments(count):
+  """The TF_CONFIG of each of `count` workers of one multi-worker cluster on this host."""
+  cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(count)]}
+  return [{"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker",
+                                                                  "index": index}})}
+          for index in range(count)]
+
+
 def run_workers(module, flags, count=2, timeout=600):
   """Runs `python -m albert_tf.<module> <flags>` as `count` workers of one multi-worker cluster
-  on this host (TF_CONFIG each), and returns their stderr once all have exited 0."""
-  cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(count)]}
-  procs = []
-  for index in range(count):
-    env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
-                                                 "task": {"type": "worker", "index": index}}))
-    procs.append(subprocess.Popen([sys.executable, "-m", f"albert_tf.{module}"] + flags,
-                                  cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True))
+  on this host (TF_CONFIG each), side by side, and returns their stderr once all have exited 0."""
+  procs = [start_binary(module, flags, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+           for env in cluster_environments(count)]
   outputs = [p.communicate(timeout=timeout) for p in procs]
   for p, (_, err) in zip(procs, outputs):
     assert p.returncode == 0, err[-3000:]

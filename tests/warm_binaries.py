@@ -1,28 +1,30 @@
 """The binaries and tools run from a warm start, for the tests whose subject is what a binary or
-tool does rather than how it starts: each test process keeps a server (tests/warm_server.py) of
-each flavor that has loaded TensorFlow, Keras and albert_tf's jobs as a binary's main() does, and
-forks a child per run that runs `python -m albert_tf.<module> <flags>` (run_warm) or
-`python3 <script> <flags>` (run_script) in itself. The child is a process of its own, as a fresh
-one would be: its own main, flags, exit status, stdout, stderr and files; what it saves is the
-~3-4 CPU-seconds a fresh interpreter spends on those imports.
+tool does rather than how it starts: each test process keeps servers (tests/warm_server.py) that
+have loaded TensorFlow, Keras and albert_tf's jobs as a binary's main() does, one per flavor and
+per environment TensorFlow loads in (warm_environment), and each forks a child per run that runs
+`python -m albert_tf.<module> <flags>` (run_warm, start_warm) or `python3 <script> <flags>`
+(run_script) in itself. The child is a process of its own, as a fresh one would be: its own main,
+flags, exit status, streams, signals and files, and several run at once (the workers of a
+cluster); what it saves is the ~3-4 CPU-seconds a fresh interpreter spends on those imports.
 
 What only a fresh interpreter shows runs cold (helpers.run_binary chooses; run_script's callers
 ask): what TensorFlow prints while it loads (tests/end_to_end/test_quiet_binaries.py asks for
-cold runs), that --help and the tools load no TensorFlow, a binary that runs without TensorFlow
-(create_pretraining_data), and a run whose environment would have TensorFlow load otherwise than
-the server did (warm_environment).
+cold runs), that --help and the tools load no TensorFlow, and a binary that runs without
+TensorFlow (create_pretraining_data).
 """
 
 import atexit
 import os
 import select
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 
+import warm_server
 from repo_paths import REPO_ROOT
-from warm_server import read_message, write_message
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_server.py")
 
@@ -33,13 +35,17 @@ TRAINING = {"run_pretraining", "run_classifier", "run_squad_v1", "run_squad_v2",
 WARM = TRAINING | {"export_saved_model", "export_checkpoints", "export_tfhub", "export_tflite",
                    "export_onnx"}
 
-# Variables TensorFlow (or its libraries) read while loading: a run that would see another value of
-# one than the server loaded with runs cold.
+# Variables TensorFlow (or its libraries) read while loading: a run is served by a server that
+# loaded with the same values of these. TF_CONFIG is read when a strategy is built, not then.
 READ_AT_LOAD = ("TF_", "CUDA", "XLA_", "OMP_", "KMP_", "MKL", "ONEDNN", "PYTHON", "LD_")
+READ_LATER = ("TF_CONFIG",)
 FLAVORS = ("training", "serving")
+# Servers kept by one test process (each holds a loaded TensorFlow): past that, the least
+# recently used idle one is closed.
+MAX_SERVERS = 4
 _HELP = ("--help", "--helpfull", "--helpshort")
 
-_servers = {}
+_servers = []  # the least recently used first
 _lock = threading.RLock()
 
 
@@ -52,7 +58,7 @@ def warm_environment(env, launch_env, startup_env):
   fresh = dict(startup_env, **env)
   loaded = dict(launch_env, **startup_env)
   differ = [k for k in set(fresh) | set(loaded)
-            if k.startswith(READ_AT_LOAD) and fresh.get(k) != loaded.get(k)]
+            if k.startswith(READ_AT_LOAD) and k not in READ_LATER and fresh.get(k) != loaded.get(k)]
   return None if differ else fresh
 
 
@@ -60,40 +66,126 @@ def module_flavor(module):
   return "training" if module in TRAINING else "serving"
 
 
-def _fits(flavor, env):
-  """Whether a run with `env` shows the same from the flavor's server as from a fresh process."""
-  running = _servers.get(flavor)
-  if running is not None and running.process.poll() is None:
-    return running.environment(env) is not None
-  # The server, started for this run, will be launched with os.environ as it is now: whatever
-  # its start-up sets, a request that agrees with that on READ_AT_LOAD agrees with what it loads
-  # (warm_environment). One that does not needs the start-up's variables to tell: cold, rather
-  # than start a server only to answer.
-  return warm_environment(env, os.environ, {}) is not None
-
-
 def can_run_warm(module, flags, env):
-  """Whether a run of albert_tf.<module> with these flags and environment shows the same from a
-  warm start as from a fresh interpreter."""
-  if module not in WARM or any(f in _HELP for f in flags):
-    return False
-  return _fits(module_flavor(module), env)
+  """Whether a run of albert_tf.<module> with these flags shows the same from a warm start as from
+  a fresh interpreter (whatever its environment: a server is launched with it where none fits)."""
+  del env  # every environment has its server
+  return module in WARM and not any(f in _HELP for f in flags)
+
+
+class WarmProcess:
+  """A child of a warm server, handled as a subprocess.Popen is: pid, returncode, poll(), wait(),
+  communicate(), send_signal(), terminate(), kill(), and the stdin, stdout and stderr ends of
+  the streams asked as subprocess.PIPE. The server, not this process, is its parent: its exit
+  status comes from the server."""
+
+  def __init__(self, server, connection, pid, args, streams):
+    self._server, self._connection = server, connection
+    self.pid, self.args, self.returncode = pid, args, None
+    self.stdin, self.stdout, self.stderr = streams
+
+  def _ended(self, timeout):
+    ready, _, _ = select.select([self._connection], [], [], timeout)
+    if not ready:
+      return False
+    status, _ = warm_server.receive(self._connection)
+    self._connection.close()
+    self._server.running -= 1
+    if status is None:
+      raise RuntimeError(f"the warm server ended before its child {self.pid}: "
+                         f"{self._server.tail()}")
+    self.returncode = status
+    return True
+
+  def poll(self):
+    if self.returncode is None:
+      self._ended(0)
+    return self.returncode
+
+  def wait(self, timeout=None):
+    if self.returncode is None and not self._ended(timeout):
+      raise subprocess.TimeoutExpired(self.args, timeout)
+    return self.returncode
+
+  def communicate(self, input=None, timeout=None):
+    """(stdout, stderr) read to their ends (None where not a pipe), once the child has ended."""
+    if self.stdin is not None:
+      if input:
+        self.stdin.write(input)
+      self.stdin.close()
+    outputs = [None, None]
+
+    def read(index, stream):
+      outputs[index] = stream.read()
+
+    readers = [threading.Thread(target=read, args=(i, s), daemon=True)
+               for i, s in enumerate((self.stdout, self.stderr)) if s is not None]
+    for reader in readers:
+      reader.start()
+    self.wait(timeout)
+    for reader in readers:
+      reader.join(timeout)
+      if reader.is_alive():
+        raise subprocess.TimeoutExpired(self.args, timeout)
+    for stream in (self.stdout, self.stderr):
+      if stream is not None:
+        stream.close()
+    return tuple(outputs)
+
+  def send_signal(self, signum):
+    if self.poll() is None:
+      os.kill(self.pid, signum)
+
+  def terminate(self):
+    self.send_signal(signal.SIGTERM)
+
+  def kill(self):
+    self.send_signal(signal.SIGKILL)
+
+
+def _child_streams(stdin, stdout, stderr):
+  """([the child's fds], [fds to close here once sent], [this process's ends]) for the three
+  streams, each None (this process's), subprocess.PIPE, subprocess.DEVNULL, a file or an fd."""
+  given, close, ends = [], [], []
+  for fd, (stream, reading) in enumerate(((stdin, True), (stdout, False), (stderr, False))):
+    end = None
+    if stream is None:
+      child = fd
+    elif stream == subprocess.PIPE:
+      read, write = os.pipe()
+      child, mine = (read, write) if reading else (write, read)
+      end = open(mine, "w" if reading else "r", encoding="utf-8", errors="replace")
+      close.append(child)
+    elif stream == subprocess.DEVNULL:
+      child = os.open(os.devnull, os.O_RDONLY if reading else os.O_WRONLY)
+      close.append(child)
+    else:
+      child = stream if isinstance(stream, int) else stream.fileno()
+    given.append(child)
+    ends.append(end)
+  return given, close, ends
 
 
 class _Server:
-  """One warm server process and its log file."""
+  """One warm server process, its socket and its log file."""
 
-  def __init__(self, flavor):
+  def __init__(self, flavor, env):
+    self.flavor, self.running = flavor, 0
     self.log = tempfile.NamedTemporaryFile(prefix=f"warm_{flavor}_", suffix=".log", delete=False)
-    self.process = subprocess.Popen([sys.executable, SERVER, flavor], cwd=REPO_ROOT,
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=self.log)
-    ready = self._read(timeout=300)
-    if not isinstance(ready, dict):
+    self.address = self.log.name[:-len(".log")] + ".socket"
+    self.process = subprocess.Popen([sys.executable, SERVER, flavor, self.address],
+                                    cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=self.log)
+    ready, _, _ = select.select([self.process.stdout], [], [], 300)
+    message = warm_server.read_message(self.process.stdout) if ready else None
+    if not isinstance(message, dict):
       raise RuntimeError(f"the warm server did not start: {self.tail()}")
     # The environment it loaded TensorFlow with: launched with the first, its start-up added the
     # second.
-    self.launch_env, self.startup_env = ready["launch_env"], ready["startup_env"]
+    self.launch_env, self.startup_env = message["launch_env"], message["startup_env"]
+
+  def alive(self):
+    return self.process.poll() is None
 
   def environment(self, env):
     """warm_environment of `env` for this server: its children's os.environ, or None."""
@@ -103,42 +195,58 @@ class _Server:
     with open(self.log.name, encoding="utf-8", errors="replace") as f:
       return f.read()[-3000:]
 
-  def _read(self, timeout):
-    ready, _, _ = select.select([self.process.stdout], [], [], timeout)
-    if not ready:
-      return TimeoutError
-    message = read_message(self.process.stdout)
-    if message is None:
-      raise RuntimeError(f"the warm server ended: {self.tail()}")
-    return message
-
-  def run(self, target, flags, env, cwd, timeout):
-    """Runs `target` ({"module": name} or {"script": path}) in a child; its CompletedProcess
-    (args as the fresh interpreter's command line would be: the caller sets them)."""
+  def start(self, target, flags, env, cwd, stdin=None, stdout=None, stderr=None):
+    """A WarmProcess running `target` ({"module": name}, {"script": path} or {"code": text}) with
+    these flags, environment, working directory and streams (as subprocess.Popen takes them); its
+    args are the fresh interpreter's command line."""
     fresh = self.environment(env)
     if fresh is None:
       raise ValueError("this environment differs from the warm server's in a variable "
                        f"TensorFlow reads while loading ({READ_AT_LOAD}): run it cold")
+    args = [sys.executable] + (["-m", target["module"]] if "module" in target else
+                               ["-c", target["code"]] if "code" in target else
+                               [target["script"]]) + list(flags)
+    given, close, ends = _child_streams(stdin, stdout, stderr)
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+      connection.connect(self.address)
+      warm_server.send(connection, dict(
+          target, argv=list(flags), cwd=os.fspath(cwd), env=fresh,
+          added=sorted(k for k in self.startup_env if k not in env)), given)
+      ready, _, _ = select.select([connection], [], [], 60)
+      pid, _ = warm_server.receive(connection) if ready else (None, [])
+    finally:
+      for fd in close:
+        os.close(fd)
+    if pid is None:
+      connection.close()
+      raise RuntimeError(f"the warm server did not start the run: {self.tail()}")
+    self.running += 1
+    return WarmProcess(self, connection, pid, args, ends)
+
+  def run(self, target, flags, env, cwd, timeout):
+    """subprocess.CompletedProcess of `target` run in a child (its output captured), as
+    subprocess.run(..., capture_output=True, text=True, timeout=timeout) gives it."""
     with tempfile.TemporaryDirectory(prefix="warm_run_") as directory:
-      out, err = os.path.join(directory, "stdout"), os.path.join(directory, "stderr")
-      write_message(self.process.stdin, dict(
-          target, argv=list(flags), cwd=cwd, env=fresh,
-          added=sorted(k for k in self.startup_env if k not in env), stdout=out, stderr=err))
-      pid = self._read(timeout=60)
-      status = self._read(timeout=timeout)
-      timed_out = status is TimeoutError
-      if timed_out:
-        os.kill(pid, 9)
-        status = self._read(timeout=60)
-      with open(out, encoding="utf-8", errors="replace") as f:
-        stdout = f.read()
-      with open(err, encoding="utf-8", errors="replace") as f:
-        stderr = f.read()
-    args = [sys.executable] + (["-m", target["module"]] if "module" in target
-                               else [target["script"]]) + list(flags)
+      paths = [os.path.join(directory, name) for name in ("stdout", "stderr")]
+      files = [open(path, "w+", encoding="utf-8", errors="replace") for path in paths]
+      try:
+        process = self.start(target, flags, env, cwd, subprocess.DEVNULL, *files)
+        try:
+          process.wait(timeout)
+        except subprocess.TimeoutExpired:
+          process.kill()
+          process.wait(60)
+          timed_out = True
+        else:
+          timed_out = False
+        stdout, stderr = (f.seek(0) or f.read() for f in files)
+      finally:
+        for f in files:
+          f.close()
     if timed_out:
-      raise subprocess.TimeoutExpired(args, timeout, output=stdout, stderr=stderr)
-    return subprocess.CompletedProcess(args, status, stdout, stderr)
+      raise subprocess.TimeoutExpired(process.args, timeout, output=stdout, stderr=stderr)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
   def close(self):
     self.process.stdin.close()
@@ -146,29 +254,64 @@ class _Server:
     os.unlink(self.log.name)
 
 
-def server(flavor):
-  """This process's warm server of `flavor`, started at the first call (with os.environ as it is
-  then)."""
+def server(flavor, env=None):
+  """This process's warm server of `flavor` for runs with environment `env` (None: os.environ):
+  one that loaded TensorFlow as a fresh process given `env` would (warm_environment), else a
+  new one launched with `env`, the least recently used idle one closed where MAX_SERVERS run."""
   assert flavor in FLAVORS, flavor
+  env = dict(os.environ if env is None else env)
   with _lock:
-    running = _servers.get(flavor)
-    if running is None or running.process.poll() is not None:
-      running = _servers[flavor] = _Server(flavor)
-    return running
+    for i, running in enumerate(_servers):
+      if running.flavor == flavor and running.alive() and running.environment(env) is not None:
+        _servers.append(_servers.pop(i))  # the most recently used last
+        return running
+    idle = [s for s in _servers if not s.running or not s.alive()]
+    while idle and len(_servers) >= MAX_SERVERS:
+      oldest = idle.pop(0)
+      _servers.remove(oldest)
+      oldest.close()
+    started = _Server(flavor, env)
+    _servers.append(started)
+    return started
+
+
+def start_warm(module, flags, env=None, stdin=None, stdout=None, stderr=None):
+  """subprocess.Popen([sys.executable, "-m", f"albert_tf.{module}", *flags], cwd=REPO_ROOT,
+  env=env, stdin=..., stdout=..., stderr=..., text=True) started as a child of the module's
+  flavor's warm server for `env`: a WarmProcess, which several may run at once (the workers of a
+  cluster) and which takes signals."""
+  env = dict(os.environ if env is None else env)
+  return server(module_flavor(module), env).start(
+      {"module": f"albert_tf.{module}"}, flags, env, REPO_ROOT, stdin, stdout, stderr)
+
+
+def start_python(args, flavor, env=None, cwd=None, stdin=None, stdout=None, stderr=None):
+  """subprocess.Popen([sys.executable, *args], ..., text=True) for args `-m <module> ...`,
+  `-c <code> ...` or `<script> ...`, started as a child of the flavor's warm server for `env`
+  (None: os.environ), in `cwd` (None: the repository root): a WarmProcess. `flavor` as
+  run_script's."""
+  env = dict(os.environ if env is None else env)
+  if args[0] == "-m":
+    target, flags = {"module": args[1]}, args[2:]
+  elif args[0] == "-c":
+    target, flags = {"code": args[1]}, args[2:]
+  else:
+    target, flags = {"script": os.path.abspath(args[0])}, args[1:]
+  return server(flavor, env).start(target, list(flags), env, REPO_ROOT if cwd is None else cwd,
+                                   stdin, stdout, stderr)
 
 
 def run_warm(module, flags, env, timeout):
   """subprocess.CompletedProcess of `python -m albert_tf.<module> <flags>` run in a child of
-  this process's warm server for the module's flavor (started at the first run)."""
-  with _lock:
-    return server(module_flavor(module)).run({"module": f"albert_tf.{module}"}, flags, env,
-                                             REPO_ROOT, timeout)
+  the module's flavor's warm server for `env` (started at the first such run)."""
+  return server(module_flavor(module), env).run({"module": f"albert_tf.{module}"}, flags, env,
+                                                REPO_ROOT, timeout)
 
 
 def run_script(script, flags, flavor="serving", env=None, cwd=None, timeout=600, cold=False):
   """subprocess.CompletedProcess of `python3 <script> <flags>` (a tool of tools/), `env` added to
-  os.environ, in `cwd` (None: this process's): run in a child of the flavor's warm server where
-  that shows the same as a fresh interpreter, else (or with cold=True) in a fresh one.
+  os.environ, in `cwd` (None: this process's): run in a child of the flavor's warm server for
+  that environment, or in a fresh interpreter with cold=True or for --help.
 
   `flavor` is the script's: "training" where it turns oneDNN on before TensorFlow loads
   (albert_tf.core.onednn.turn_on_for_training, as the training binaries do) for these flags,
@@ -179,16 +322,15 @@ def run_script(script, flags, flavor="serving", env=None, cwd=None, timeout=600,
   script = os.path.abspath(script)
   environment = dict(os.environ, **(env or {}))
   cwd = os.getcwd() if cwd is None else os.fspath(cwd)
-  if cold or any(f in _HELP for f in flags) or not _fits(flavor, environment):
+  if cold or any(f in _HELP for f in flags):
     return subprocess.run([sys.executable, script] + list(flags), cwd=cwd, env=environment,
                           capture_output=True, text=True, timeout=timeout, check=False)
-  with _lock:
-    return server(flavor).run({"script": script}, flags, environment, cwd, timeout)
+  return server(flavor, environment).run({"script": script}, flags, environment, cwd, timeout)
 
 
 @atexit.register
 def _close_servers():
-  for running in _servers.values():
+  for running in _servers:
     try:
       running.close()
     except Exception:  # noqa: BLE001 -- a server that already ended needs nothing more

@@ -1,13 +1,19 @@
-"""The warm start of tests/warm_binaries.py, run as `python3 tests/warm_server.py <flavor>`: loads
-TensorFlow, Keras and albert_tf's jobs as a binary's main() does (quiet start-up first; for the
-"training" flavor, oneDNN turned on first, as the training binaries do), answers "ready" with the
-environment it was launched with and the variables its start-up set, then serves requests read
-from stdin: for each, it forks a child that runs `python -m <module> <argv>` or
-`python <script> <argv>` in itself, and answers with the child's pid, then its exit status.
+"""The warm start of tests/warm_binaries.py, run as `python3 tests/warm_server.py <flavor>
+<socket path>`: loads TensorFlow, Keras and albert_tf's jobs as a binary's main() does (quiet
+start-up first; for the "training" flavor, oneDNN turned on first, as the training binaries do),
+answers "ready" on stdout with the environment it was launched with and the variables its start-up
+set, then serves requests on a Unix socket until its stdin ends. Each request, sent with its three
+standard streams (file descriptors passed over the socket), gets a forked child that runs
+`python -m <module> <argv>`, `python <script> <argv>` or `python -c <code> <argv>` in itself on
+those streams; the server
+answers with the child's pid, then, when it ends, its exit status. Children run side by side (the
+workers of one cluster); a client that hangs up before its child ends has it killed.
 
 Safe to fork: nothing here runs a TensorFlow op or creates a thread pool (importing TensorFlow
 lists the devices only), so a child starts as a fresh interpreter would after its imports.
-Not a test file."""
+Not a test file. Its protocol (messages, streams passed) is also imported by the clients: this
+module loads nothing heavy until main() runs.
+"""
 
 import atexit
 import importlib
@@ -15,9 +21,13 @@ import os
 import pickle
 import random
 import runpy
+import select
+import signal
+import socket
 import struct
 import sys
 import traceback
+import types
 
 # What the binaries load before their work starts; loaded here once, not in every child.
 PRELOADED = (
@@ -33,6 +43,8 @@ PRELOADED = (
     "albert_tf.export.saved_model",
 )
 
+STREAMS = 3  # a request's stdin, stdout and stderr
+
 
 def read_message(stream):
   """The next pickled message of a length-prefixed stream, or None at its end."""
@@ -47,6 +59,43 @@ def write_message(stream, value):
   data = pickle.dumps(value)
   stream.write(struct.pack(">I", len(data)) + data)
   stream.flush()
+
+
+def _receive_exactly(sock, size):
+  data = b""
+  while len(data) < size:
+    chunk = sock.recv(size - len(data))
+    if not chunk:
+      return None
+    data += chunk
+  return data
+
+
+def send(sock, value, fds=()):
+  """Sends one pickled message on a connected socket, with `fds` passed along (SCM_RIGHTS)."""
+  data = pickle.dumps(value)
+  payload = struct.pack(">I", len(data)) + data
+  sent = socket.send_fds(sock, [payload], list(fds)) if fds else sock.send(payload)
+  sock.sendall(payload[sent:])
+
+
+def receive(sock, fds=0):
+  """(message, [fds]) of the next message on a connected socket sent by send(), or (None, [])
+  where the other end hung up."""
+  if fds:
+    header, received, _, _ = socket.recv_fds(sock, 4, fds)
+  else:
+    header, received = sock.recv(4), []
+  if len(header) < 4:
+    rest = _receive_exactly(sock, 4 - len(header)) if header else None
+    if rest is None:
+      for fd in received:
+        os.close(fd)
+      return None, []
+    header += rest
+  (size,) = struct.unpack(">I", header)
+  data = _receive_exactly(sock, size)
+  return (None, []) if data is None else (pickle.loads(data), received)
 
 
 def _load(flavor):
@@ -110,9 +159,10 @@ class _FlavorGuard:
     return None
 
   def check_exit(self, code):
-    """The exit status to give for a script of the training flavor that ended without asking for
-    oneDNN: its fresh process would have loaded TensorFlow without it. (Scripts only: their
-    callers choose the flavor; a training binary asks in running_job whenever its flags parse.)"""
+    """The exit status to give for a script (or -c code) of the training flavor that ended without
+    asking for oneDNN: its fresh process would have loaded TensorFlow without it. (Scripts only:
+    their callers choose the flavor; a training binary asks in running_job whenever its flags
+    parse.)"""
     if self.flavor == "training" and code == 0 and not self.called:
       print("warm start: this run never turned oneDNN on (albert_tf.core.onednn), which the "
             "training server loaded TensorFlow with: run it in the serving flavor",
@@ -121,13 +171,11 @@ class _FlavorGuard:
     return code
 
 
-def _run_child(request, protocol_fds, flavor, turned_on):
-  """In the forked child: runs the module as `python -m` does, or the script as `python <script>`
-  does, then exits; never returns."""
+def _run_child(request, streams, flavor, turned_on):
+  """In the forked child: runs the module as `python -m` does, the script as `python <script>`
+  does or the code as `python -c` does, on the request's streams, then exits; never returns."""
   code = 1
   try:
-    for fd in protocol_fds:
-      os.close(fd)
     os.chdir(request["cwd"])
     # The request's environment with the start-up's variables, as a fresh binary's after its
     # start-up; what onednn keeps of whether it set its variable follows it.
@@ -137,24 +185,27 @@ def _run_child(request, protocol_fds, flavor, turned_on):
     onednn._set_here = onednn.VARIABLE in request["added"]
     guard = _FlavorGuard(flavor, turned_on, request["added"])
     onednn.turn_on_for_training = guard
-    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-      target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-      os.dup2(target, fd)
-      os.close(target)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    script = request.get("script")
-    # As `python <script>` and `python -m` set it (a script's folder with its links resolved).
-    sys.path[0] = os.path.dirname(os.path.realpath(script)) if script else os.getcwd()
+    for fd, stream in enumerate(streams):
+      os.dup2(stream, fd)
+      os.close(stream)
+    script, program = request.get("script"), request.get("code")
+    # As `python <script>`, `python -c` and `python -m` set it (a script's folder with its links
+    # resolved; "" for -c; the working directory for -m).
+    sys.path[0] = (os.path.dirname(os.path.realpath(script)) if script else
+                   "" if program is not None else os.getcwd())
     # Random state as a fresh interpreter's, not a copy of the server's shared by every child.
     import numpy  # loaded by the server already
     random.seed()
     numpy.random.seed()
-    sys.argv = [script or request["module"]] + list(request["argv"])
+    sys.argv = [script or ("-c" if program is not None else request["module"])] + list(
+        request["argv"])
     try:
       if script:
         runpy.run_path(script, run_name="__main__")
+      elif program is not None:
+        main_module = types.ModuleType("__main__")
+        sys.modules["__main__"] = main_module
+        exec(compile(program, "<string>", "exec"), main_module.__dict__)
       else:
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
       code = 0
@@ -163,7 +214,7 @@ def _run_child(request, protocol_fds, flavor, turned_on):
     except BaseException:  # noqa: BLE001 -- printed as the interpreter prints it, status 1
       traceback.print_exc()
       code = 1
-    if script:
+    if script or program is not None:
       code = guard.check_exit(code)
     atexit._run_exitfuncs()  # what the interpreter runs at exit
   finally:
@@ -175,28 +226,99 @@ def _run_child(request, protocol_fds, flavor, turned_on):
     os._exit(code)
 
 
-def main():
-  flavor = sys.argv[1]
-  requests = sys.stdin.buffer
-  answers = os.fdopen(os.dup(1), "wb")
-  os.dup2(2, 1)  # what the imports print goes to the log, not into the answers
-  # Taken before the loading: a fresh binary loads the same, so what that sets is its start-up's.
-  launch_env = dict(os.environ)
-  turned_on = _load(flavor)
-  write_message(answers, {"launch_env": launch_env,
-                          "startup_env": startup_variables(launch_env, os.environ)})
-  while True:
-    request = read_message(requests)
-    if request is None:
+class _Serving:
+  """The server's loop: accepts requests, forks their children, answers their pids and exit
+  statuses. Single-threaded (select), so that every fork is from a process with no thread of its
+  own."""
+
+  def __init__(self, listener, answers, flavor, turned_on):
+    self.listener, self.answers, self.flavor, self.turned_on = listener, answers, flavor, turned_on
+    self.running = {}   # pidfd -> (pid, connection)
+    self.clients = {}   # connection -> pidfd, for connections whose child runs
+
+  def _fork(self, connection):
+    request, streams = receive(connection, fds=STREAMS)
+    if request is None or len(streams) != STREAMS:
+      for fd in streams:
+        os.close(fd)
+      connection.close()
       return
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-      _run_child(request, (requests.fileno(), answers.fileno()), flavor, turned_on)
-    write_message(answers, pid)
+      for fd in [self.listener.fileno(), self.answers.fileno(), connection.fileno(),
+                 sys.stdin.fileno(),
+                 *self.running, *(c.fileno() for c in self.clients)]:
+        os.close(fd)
+      _run_child(request, streams, self.flavor, self.turned_on)
+    for fd in streams:
+      os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    self.running[pidfd] = (pid, connection)
+    self.clients[connection] = pidfd
+    send(connection, pid)
+
+  def _reap(self, pidfd):
+    pid, connection = self.running.pop(pidfd)
+    del self.clients[connection]
+    os.close(pidfd)
     _, status = os.waitpid(pid, 0)
-    write_message(answers, os.waitstatus_to_exitcode(status))
+    try:
+      send(connection, os.waitstatus_to_exitcode(status))
+    except OSError:
+      pass  # the client hung up
+    connection.close()
+
+  def _hung_up(self, connection):
+    """A client that ends before its child: the child is killed (its run was given up)."""
+    if connection.recv(4096):
+      return  # nothing is sent after the request; read, so that it is not seen again
+    pid, _ = self.running[self.clients[connection]]
+    try:
+      os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+
+  def serve(self):
+    """Serves until stdin ends (the owner closed it or ended); then kills what still runs."""
+    while True:
+      watched = [sys.stdin, self.listener, *self.running, *self.clients]
+      ready, _, _ = select.select(watched, [], [])
+      for item in ready:
+        if item is sys.stdin:
+          if not os.read(sys.stdin.fileno(), 1):
+            for pid, _ in self.running.values():
+              os.kill(pid, signal.SIGKILL)
+            return
+        elif item is self.listener:
+          connection, _ = self.listener.accept()
+          connection.settimeout(60)
+          self._fork(connection)
+        elif isinstance(item, int):
+          if item in self.running:
+            self._reap(item)
+        elif item in self.clients:
+          self._hung_up(item)
+
+
+def main():
+  flavor, address = sys.argv[1:3]
+  answers = os.fdopen(os.dup(1), "wb")
+  os.dup2(2, 1)  # what the imports print goes to the log, not into the answers
+  # Taken before the loading: a fresh binary loads the same, so what that sets is its start-up's.
+  launch_env = dict(os.environ)
+  turned_on = _load(flavor)
+  listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+  listener.bind(address)
+  listener.listen(16)
+  write_message(answers, {"launch_env": launch_env,
+                          "startup_env": startup_variables(launch_env, os.environ)})
+  try:
+    _Serving(listener, answers, flavor, turned_on).serve()
+  finally:
+    listener.close()
+    os.unlink(address)
 
 
 if __name__ == "__main__":

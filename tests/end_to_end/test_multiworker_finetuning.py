@@ -2,16 +2,15 @@
 the other workers wait for them (strategy.barrier) instead of reading a file not written yet.
 Two worker processes on the CPU, as test_run_pretraining's multi-worker test."""
 
-import json
 import os
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
 from albert_tf.training import strategy as strategies
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, free_ports
+import warm_binaries
+from helpers import ORIGINAL_MODEL, TESTDATA, cluster_environments
 
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
@@ -52,16 +51,13 @@ except Exception as e:
 
 
 
-def _two_workers(args, timeout=240):
-  """Runs `python <args>` as worker 0 (the chief) and worker 1 of a localhost cluster; returns
+def _two_workers(args, flavor, timeout=240):
+  """Runs `python <args>` as worker 0 (the chief) and worker 1 of a localhost cluster, side by
+  side from the warm start of `flavor` (warm_binaries.start_python); returns
   [(returncode, stdout, stderr)], killing both if either runs past `timeout`."""
-  cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
-  procs = []
-  for index in range(2):
-    env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
-                                                 "task": {"type": "worker", "index": index}}))
-    procs.append(subprocess.Popen([sys.executable] + args, cwd=REPO_ROOT, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+  procs = [warm_binaries.start_python(args, flavor, env=dict(os.environ, **env),
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+           for env in cluster_environments(2)]
   try:
     outputs = [p.communicate(timeout=timeout) for p in procs]
   except subprocess.TimeoutExpired:
@@ -92,7 +88,7 @@ def test_the_other_worker_waits_for_the_chiefs_features(tmp_path):
       f"--output_dir={out}", f"--spm_model_file={SPM}", f"--albert_config_file={CONFIG}",
       f"--init_checkpoint={CHECKPOINT}", "--max_seq_length=16", "--do_eval", "--do_predict",
       "--eval_batch_size=8", "--predict_batch_size=8", "--train_batch_size=2",
-      "--strategy=multi_worker_mirrored"])
+      "--strategy=multi_worker_mirrored"], "training")
   for index, (returncode, _, err) in enumerate(results):
     assert returncode == 0, f"worker {index}:\n{err[-3000:]}"
     assert "with 2 replicas" in err
@@ -111,7 +107,7 @@ def test_the_other_worker_waits_for_the_chiefs_features(tmp_path):
 
 @pytest.mark.slow
 def test_a_chief_that_fails_to_write_stops_every_worker():
-  results = _two_workers(["-c", FAILING_CHIEF], timeout=120)
+  results = _two_workers(["-c", FAILING_CHIEF], "serving", timeout=120)
   assert [r[0] for r in results] == [0, 0]
   assert results[0][1].splitlines()[-1] == "ValueError: no space left"
   assert results[1][1].splitlines()[-1] == (

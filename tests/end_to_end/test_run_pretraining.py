@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -20,7 +19,8 @@ from albert_tf.optimization import Lamb
 from albert_tf.core import settings
 from albert_tf.training import pretraining
 from albert_tf.training import runner as runners
-from helpers import (ORIGINAL_MODEL, REPO_ROOT, assert_same_checkpoint_values, run_binary,
+import warm_binaries
+from helpers import (ORIGINAL_MODEL, assert_same_checkpoint_values, run_binary,
                      run_workers)
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
@@ -138,8 +138,9 @@ def test_sigkill_after_a_checkpoint_then_resume_equals_uninterrupted(tmp_path):
   straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
   _run(flags + [f"--output_dir={straight}"])
 
-  proc = subprocess.Popen([sys.executable, "-c", PAUSED_RUN, str(interrupted), ORIGINAL_MODEL],
-                          cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+  proc = warm_binaries.start_python(["-c", PAUSED_RUN, str(interrupted), ORIGINAL_MODEL],
+                                    "training", stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
   deadline = time.time() + 300
   while not os.path.exists(interrupted / "model.ckpt-4.index"):
     assert proc.poll() is None and time.time() < deadline, "run ended before its checkpoint"

@@ -51,17 +51,28 @@ def test_a_refusal_reads_the_same_warm_and_cold(tmp_path):
 
 
 def test_what_runs_cold():
-  # Each flavor's server environment as launched: this process's os.environ may have changed
-  # since (an in-process test's start-up), and a run given that changed one rightly runs cold.
-  env, serving_env = (dict(warm_binaries.server(flavor).launch_env)
-                      for flavor in ("training", "serving"))
+  env = dict(os.environ)
   assert warm_binaries.can_run_warm("run_classifier", ["--do_train"], env)
-  assert warm_binaries.can_run_warm("export_saved_model", [], serving_env)
+  assert warm_binaries.can_run_warm("export_saved_model", [], env)
   assert not warm_binaries.can_run_warm("run_classifier", ["--help"], env)
   assert not warm_binaries.can_run_warm("create_pretraining_data", [], env)  # runs without TF
-  assert not warm_binaries.can_run_warm("run_classifier", [], dict(env, TF_ENABLE_ONEDNN_OPTS="0"))
-  assert not warm_binaries.can_run_warm("run_classifier", [], dict(env, PYTHONPATH="/elsewhere"))
-  assert warm_binaries.can_run_warm("run_classifier", [], dict(env, ALBERT_SOMETHING="1"))
+
+
+def test_each_environment_tensorflow_loads_in_has_its_server():
+  """A run is served by a server that loaded TensorFlow as the run's fresh process would: one
+  launched with another value of a variable read at load serves no run without that value."""
+  server = warm_binaries.server("training")
+  env = dict(server.launch_env)
+  assert warm_binaries.server("training", env) is server
+  # Not read while TensorFlow loads: the same server.
+  assert warm_binaries.server("training", dict(env, ALBERT_SOMETHING="1")) is server
+  assert warm_binaries.server("training", dict(env, TF_CONFIG='{"cluster": {}}')) is server
+  # Read while it loads: a server launched with it.
+  other = warm_binaries.server("training", dict(env, OMP_NUM_THREADS="1"))
+  assert other is not server and other.launch_env["OMP_NUM_THREADS"] == "1"
+  assert server.environment(dict(env, OMP_NUM_THREADS="1")) is None
+  assert other.environment(env) is None
+  assert warm_binaries.server("serving", env).flavor == "serving"
 
 
 def test_a_run_is_warm_where_its_fresh_process_loads_as_the_server_did():
@@ -103,18 +114,15 @@ def test_what_this_process_sets_after_the_server_started_changes_no_answer(monke
   server = warm_binaries.server("training")
   loaded = dict(server.launch_env, **server.startup_env)
   assert "TF_CPP_MIN_LOG_LEVEL" in loaded  # the quiet start-up's, where not the launch's
-  # An in-process start-up sets the server's start-up variables here: runs stay warm.
+  # An in-process start-up sets the server's start-up variables here: the same server.
   for name, value in server.startup_env.items():
     monkeypatch.setenv(name, value)
-  assert warm_binaries.can_run_warm("run_classifier", [], dict(os.environ))
-  # Another value read at load here: a run given os.environ now goes cold, one given the server's
-  # environment stays warm.
-  monkeypatch.setenv("OMP_NUM_THREADS", loaded.get("OMP_NUM_THREADS", "") + "1")
-  assert not warm_binaries.can_run_warm("run_classifier", [], dict(os.environ))
-  assert warm_binaries.can_run_warm("run_classifier", [], server.launch_env)
+  assert warm_binaries.server("training") is server
+  # Another value read at load here: another server for a run given os.environ now, the same
+  # one for a run given the server's environment.
   monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0" if loaded["TF_CPP_MIN_LOG_LEVEL"] != "0" else "2")
-  assert not warm_binaries.can_run_warm("run_classifier", [], dict(os.environ))
-  assert warm_binaries.can_run_warm("run_classifier", [], server.launch_env)
+  assert server.environment(dict(os.environ)) is None
+  assert warm_binaries.server("training", server.launch_env) is server
 
 
 def _environ_as_launched(flavor, monkeypatch):

@@ -8,7 +8,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.training import checkpointing
 from albert_tf.training.preemption import PREEMPTED_EXIT_CODE
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, free_ports, run_binary
+from helpers import ORIGINAL_MODEL, TESTDATA, cluster_environments, run_binary, start_binary
 
 RECORDS = os.path.join(TESTDATA, "original_pretraining_data", "expected.tfrecord")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
@@ -42,8 +41,9 @@ def _pretraining_flags(directory, output_dir):
 
 
 def _start(module, flags, env=None):
-  return subprocess.Popen([sys.executable, "-m", f"albert_tf.{module}"] + flags, cwd=REPO_ROOT,
-                          stderr=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})))
+  """The run, its stderr a pipe, from a warm start (helpers.start_binary): it takes signals as a
+  fresh process does."""
+  return start_binary(module, flags, env=env, stderr=subprocess.PIPE)
 
 
 def _signal_after(proc, text, signum):
@@ -59,7 +59,7 @@ def _signal_after(proc, text, signum):
 
 
 def _run(module, flags):
-  """A run that is sent no signal: from a warm start (helpers.run_binary); returns its stderr."""
+  """A run that is sent no signal (helpers.run_binary); returns its stderr."""
   return run_binary(module, flags).stderr
 
 
@@ -105,10 +105,8 @@ def test_sigterm_mid_call_saves_the_step_and_resumes_exactly(masks, tmp_path):
 @pytest.mark.slow
 def test_two_workers_sigterm_one_both_save_the_same_step(tmp_path):
   def start_pair(output_dir):
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
     return [_start("run_pretraining", _pretraining_flags(tmp_path, output_dir) + [
-        "--strategy=multi_worker_mirrored"], {"TF_CONFIG": json.dumps(
-            {"cluster": cluster, "task": {"type": "worker", "index": i}})}) for i in range(2)]
+        "--strategy=multi_worker_mirrored"], env) for env in cluster_environments(2)]
 
   def finish(procs, signalled=None):
     errs = [None, None]

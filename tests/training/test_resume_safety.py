@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -19,7 +18,8 @@ from albert_tf.training import checkpointing
 from albert_tf.training.job import CONFIG_FILE, config_differences
 from albert_tf.training.lock import LOCK_NAME
 from albert_tf.training.preemption import PREEMPTED_EXIT_CODE
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, assert_same_checkpoint_values, run_binary
+from helpers import (ORIGINAL_MODEL, TESTDATA, assert_same_checkpoint_values, run_binary,
+                     start_binary)
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
@@ -140,8 +140,7 @@ def test_sigterm_in_the_final_evaluation_exits_42_and_the_restart_evaluates(tmp_
   # An evaluation far longer than the test: only the signal ends it.
   flags = _pretraining(out, 2, extra=["--do_eval", "--eval_batch_size=2",
                                       "--max_eval_steps=10000000"])
-  proc = subprocess.Popen([sys.executable, "-m", "albert_tf.run_pretraining"] + flags,
-                          cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
+  proc = start_binary("run_pretraining", flags, stderr=subprocess.PIPE)
   lines = []
   for line in proc.stderr:
     lines.append(line)
