@@ -14,8 +14,10 @@ TensorFlow (create_pretraining_data).
 """
 
 import atexit
+import json
 import os
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -24,7 +26,7 @@ import tempfile
 import threading
 
 import warm_server
-from repo_paths import REPO_ROOT
+from repo_paths import REPO_ROOT, TESTS
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_server.py")
 
@@ -169,11 +171,11 @@ def _child_streams(stdin, stdout, stderr):
 class _Server:
   """One warm server process, its socket and its log file."""
 
-  def __init__(self, flavor, env):
-    self.flavor, self.running = flavor, 0
+  def __init__(self, flavor, env, python):
+    self.flavor, self.python, self.running = flavor, python, 0
     self.log = tempfile.NamedTemporaryFile(prefix=f"warm_{flavor}_", suffix=".log", delete=False)
     self.address = self.log.name[:-len(".log")] + ".socket"
-    self.process = subprocess.Popen([sys.executable, SERVER, flavor, self.address],
+    self.process = subprocess.Popen([python, SERVER, flavor, self.address],
                                     cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=self.log)
     ready, _, _ = select.select([self.process.stdout], [], [], 300)
@@ -254,15 +256,17 @@ class _Server:
     os.unlink(self.log.name)
 
 
-def server(flavor, env=None):
-  """This process's warm server of `flavor` for runs with environment `env` (None: os.environ):
-  one that loaded TensorFlow as a fresh process given `env` would (warm_environment), else a
-  new one launched with `env`, the least recently used idle one closed where MAX_SERVERS run."""
+def server(flavor, env=None, python=sys.executable):
+  """This process's warm server of `flavor` run by `python` for runs with environment `env`
+  (None: os.environ): one that loaded TensorFlow as a fresh process given `env` would
+  (warm_environment), else a new one launched with `env`, the least recently used idle one
+  closed where MAX_SERVERS run."""
   assert flavor in FLAVORS, flavor
   env = dict(os.environ if env is None else env)
   with _lock:
     for i, running in enumerate(_servers):
-      if running.flavor == flavor and running.alive() and running.environment(env) is not None:
+      if (running.flavor == flavor and running.python == python and running.alive() and
+          running.environment(env) is not None):
         _servers.append(_servers.pop(i))  # the most recently used last
         return running
     idle = [s for s in _servers if not s.running or not s.alive()]
@@ -270,7 +274,7 @@ def server(flavor, env=None):
       oldest = idle.pop(0)
       _servers.remove(oldest)
       oldest.close()
-    started = _Server(flavor, env)
+    started = _Server(flavor, env, python)
     _servers.append(started)
     return started
 
@@ -326,6 +330,28 @@ def run_script(script, flags, flavor="serving", env=None, cwd=None, timeout=600,
     return subprocess.run([sys.executable, script] + list(flags), cwd=cwd, env=environment,
                           capture_output=True, text=True, timeout=timeout, check=False)
   return server(flavor, environment).run({"script": script}, flags, environment, cwd, timeout)
+
+
+def python3_shim(directory, python, env, modules):
+  """Writes `directory`/python3, which runs `python3 -m albert_tf.<binary> ...` for the binaries
+  among `modules` (names as WARM's) as a child of `python`'s warm server of their flavor for
+  `env` (started here where none runs), and hands any other command to `python` as given
+  (tests/warm_python.py); returns `directory`. Put it first on a shell's PATH (`env` with it
+  there is still served: PATH is not read while TensorFlow loads)."""
+  flavors = {module_flavor(m) for m in modules if m in WARM}
+  servers = {flavor: server(flavor, env, python) for flavor in sorted(flavors)}
+  os.makedirs(directory, exist_ok=True)
+  config = os.path.join(directory, "warm_python.json")
+  with open(config, "w", encoding="utf-8") as f:
+    json.dump({"python": python, "servers": {
+        flavor: {"address": s.address, "launch_env": s.launch_env, "startup_env": s.startup_env}
+        for flavor, s in servers.items()}}, f)
+  shim = os.path.join(directory, "python3")
+  with open(shim, "w", encoding="utf-8") as f:
+    f.write(f'#!/bin/sh\nexec {shlex.quote(python)} -S '
+            f'{shlex.quote(os.path.join(TESTS, "warm_python.py"))} {shlex.quote(config)} "$@"\n')
+  os.chmod(shim, 0o755)
+  return directory
 
 
 @atexit.register

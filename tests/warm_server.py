@@ -254,6 +254,10 @@ class _Serving:
       _run_child(request, streams, self.flavor, self.turned_on)
     for fd in streams:
       os.close(fd)
+    # The log (stderr) says what ran, for the tests and for whoever reads a failed run.
+    target = request.get("module") or request.get("script") or "-c"
+    print(f"warm server: child {pid} runs {target} {' '.join(request['argv'])}", file=sys.stderr,
+          flush=True)
     pidfd = os.pidfd_open(pid)
     self.running[pidfd] = (pid, connection)
     self.clients[connection] = pidfd
@@ -264,6 +268,8 @@ class _Serving:
     del self.clients[connection]
     os.close(pidfd)
     _, status = os.waitpid(pid, 0)
+    print(f"warm server: child {pid} ended: {os.waitstatus_to_exitcode(status)}", file=sys.stderr,
+          flush=True)
     try:
       send(connection, os.waitstatus_to_exitcode(status))
     except OSError:

@@ -14,7 +14,8 @@ commands. A command block is either
   fine-tuning page, checked on the session's run of it as pasted (the `own_data_run` fixture,
   whose learning tests/end_to_end/test_own_data_samples.py checks); a Python excerpt of a source
   file, checked to be in that file; or the test suite's own command, checked to be .ci/run's.
-A block that is neither fails the test.
+A block that is neither fails the test. A block's `python3 -m albert_tf.<binary>` lines start
+from the venv's warm start (_blocks_env), the rest as pasted.
 
 The blocks that read what the quick start wrote (work/quickstart), or what another such block
 wrote, run in order in one clone after it; each document's other blocks run in order in a clone
@@ -29,6 +30,7 @@ import textwrap
 
 import pytest
 
+import warm_binaries
 from helpers import REPO_ROOT
 from installed_package import env_with
 
@@ -361,10 +363,17 @@ def _run_blocks(blocks, clone, env, quickstart_run=None, own_data_run=None):
       shutil.copytree(source, target, symlinks=True)
 
 
-def _blocks_env(installed_bin):
-  # The quickstart fixture's venv is plain (the core dependencies only); the other blocks use
-  # the extras too (mkdocs, the portable runtimes, transformers): installed_bin's venv.
-  return dict(env_with(installed_bin), NO_MKDOCS_2_WARNING="1")
+def _blocks_env(installed_bin, directory, blocks):
+  """The blocks' environment. The quickstart fixture's venv is plain (the core dependencies
+  only); the other blocks use the extras too (mkdocs, the portable runtimes, transformers):
+  installed_bin's venv, whose `python3 -m albert_tf.<binary>` commands start from its warm
+  start (warm_binaries.python3_shim, first on PATH; tests/end_to_end/test_warm_start.py checks
+  that a warm run is the run a fresh interpreter makes)."""
+  env = dict(env_with(installed_bin), NO_MKDOCS_2_WARNING="1")
+  modules = re.findall(r"python3 -m albert_tf\.(\w+)", "\n".join(b[-1] for b in blocks))
+  shim = warm_binaries.python3_shim(str(directory), os.path.join(installed_bin, "python3"), env,
+                                    modules)
+  return dict(env, PATH=shim + os.pathsep + env["PATH"])
 
 
 @pytest.mark.slow
@@ -372,7 +381,8 @@ def test_the_blocks_after_the_quick_start_run(installed_bin, quickstart, own_dat
   blocks = blocks_to_run()[AFTER_THE_QUICK_START]
   assert [b for b in blocks if b[3] == "quickstart"], "no quick start block: update BLOCKS"
   _clone(tmp_path / "clone")
-  _run_blocks(blocks, tmp_path / "clone", _blocks_env(installed_bin), quickstart, own_data_run)
+  _run_blocks(blocks, tmp_path / "clone", _blocks_env(installed_bin, tmp_path / "bin", blocks),
+              quickstart, own_data_run)
 
 
 @pytest.mark.slow
@@ -382,4 +392,4 @@ def test_each_documents_other_blocks_run(document, installed_bin, tmp_path):
   (none of them reads what another document's blocks write)."""
   blocks = blocks_to_run().get(document, [])
   _clone(tmp_path / "clone")
-  _run_blocks(blocks, tmp_path / "clone", _blocks_env(installed_bin))
+  _run_blocks(blocks, tmp_path / "clone", _blocks_env(installed_bin, tmp_path / "bin", blocks))

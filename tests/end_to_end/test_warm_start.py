@@ -179,3 +179,23 @@ def test_a_script_run_in_the_other_flavor_fails_saying_so(monkeypatch):
   if onednn.applies() and onednn.VARIABLE not in os.environ:
     result = warm_binaries.run_script(PROBE, ["--training"], flavor="serving", timeout=120)
     assert result.returncode == 1 and "run it in the training flavor" in result.stderr
+
+
+def test_the_python3_shim_runs_binaries_warm_and_the_rest_as_given(tmp_path):
+  """The docs' blocks' python3 (warm_binaries.python3_shim): a binary from the warm server, with
+  the exit status and error line of a fresh run; any other command run by the real python."""
+  shim = warm_binaries.python3_shim(str(tmp_path / "bin"), sys.executable, dict(os.environ),
+                                    ["export_checkpoints"])
+  python3 = os.path.join(shim, "python3")
+  flags = ["-m", "albert_tf.export_checkpoints", f"--albert_config_file={tmp_path / 'none.json'}",
+           f"--output_dir={tmp_path / 'out'}"]
+  warm, cold = (subprocess.run([python, *flags], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=120) for python in (python3, sys.executable))
+  assert warm.returncode == cold.returncode != 0
+  lines = [[l for l in r.stderr.splitlines() if l.startswith("error:")] for r in (warm, cold)]
+  assert lines[0] == lines[1] and len(lines[0]) == 1, (warm.stderr[-2000:], cold.stderr[-2000:])
+  log = warm_binaries.server("serving").tail()
+  assert "runs albert_tf.export_checkpoints --albert_config_file=" in log, log
+  other = subprocess.run([python3, "-c", "import sys; print(sys.flags.no_site, sys.argv)", "x"],
+                         capture_output=True, text=True, timeout=60, check=True)
+  assert other.stdout.split("\n")[0] == "0 ['-c', 'x']"

@@ -1,0 +1,67 @@
+"""`python3` for the docs' command blocks (tests/end_to_end/test_readme_commands.py), run as
+`<python> -S tests/warm_python.py <config.json> <python3's arguments>` by the `python3` file that
+warm_binaries.python3_shim writes: `python3 -m albert_tf.<binary> ...` (a binary that loads
+TensorFlow, warm_binaries.WARM) runs as a child of that python's warm server (tests/warm_server.py)
+on this process's own streams, which waits for it, passes it the signals it is sent and exits as
+it does; any other command, and any run whose environment would have TensorFlow load otherwise
+than the server did, is handed to the real python3 as given (exec).
+
+Not a test file. Runs with -S: it imports the standard library and its sibling modules only.
+"""
+
+import json
+import os
+import signal
+import socket
+import sys
+
+import warm_binaries
+import warm_server
+
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+              signal.SIGUSR2)
+
+
+def _target(args):
+  """(target, flags, flavor) of a warm run, or None for a command run as given."""
+  if len(args) < 2 or args[0] != "-m" or not args[1].startswith("albert_tf."):
+    return None
+  module, flags = args[1][len("albert_tf."):], args[2:]
+  if not warm_binaries.can_run_warm(module, flags, os.environ):
+    return None
+  return {"module": args[1]}, flags, warm_binaries.module_flavor(module)
+
+
+def main():
+  with open(sys.argv[1], encoding="utf-8") as f:
+    config = json.load(f)
+  args = sys.argv[2:]
+  found = _target(args)
+  served = config["servers"].get(found[2]) if found else None
+  fresh = served and warm_binaries.warm_environment(dict(os.environ), served["launch_env"],
+                                                    served["startup_env"])
+  if not fresh:
+    os.execv(config["python"], [config["python"]] + args)
+  target, flags, _ = found
+  connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+  try:
+    connection.connect(served["address"])
+  except OSError:  # the server was closed (warm_binaries.MAX_SERVERS): a fresh run instead
+    os.execv(config["python"], [config["python"]] + args)
+  warm_server.send(connection, dict(
+      target, argv=list(flags), cwd=os.getcwd(), env=fresh,
+      added=sorted(k for k in served["startup_env"] if k not in os.environ)), [0, 1, 2])
+  pid, _ = warm_server.receive(connection)
+  for signum in _FORWARDED:
+    signal.signal(signum, lambda number, _: os.kill(pid, number))
+  status, _ = warm_server.receive(connection)
+  if status is None:
+    sys.exit(f"warm python3: the server ended before its run {pid}")
+  if status < 0:  # killed by a signal: end the same way, as the shell expects
+    signal.signal(-status, signal.SIG_DFL)
+    os.kill(os.getpid(), -status)
+  sys.exit(status)
+
+
+if __name__ == "__main__":
+  main()
