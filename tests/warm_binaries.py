@@ -37,6 +37,9 @@ TRAINING = {"run_pretraining", "run_classifier", "run_squad_v1", "run_squad_v2",
 WARM = TRAINING | {"export_saved_model", "export_checkpoints", "export_tfhub", "export_tflite",
                    "export_onnx"}
 
+# Tools of tools/ that load TensorFlow whatever their flags, with their flavor (run_script's).
+WARM_TOOLS = {"sentence_objectives.py": "training"}
+
 # Variables TensorFlow (or its libraries) read while loading: a run is served by a server that
 # loaded with the same values of these. TF_CONFIG is read when a strategy is built, not then.
 READ_AT_LOAD = ("TF_", "CUDA", "XLA_", "OMP_", "KMP_", "MKL", "ONEDNN", "PYTHON", "LD_")
@@ -66,6 +69,19 @@ def warm_environment(env, launch_env, startup_env):
 
 def module_flavor(module):
   return "training" if module in TRAINING else "serving"
+
+
+def command_target(args):
+  """(target, flags, flavor) of `python3 <args>` where it can start warm (a binary of WARM as
+  `-m albert_tf.<binary>`, or a tool of WARM_TOOLS), else None."""
+  if len(args) >= 2 and args[0] == "-m" and args[1].startswith("albert_tf."):
+    module = args[1][len("albert_tf."):]
+    if can_run_warm(module, args[2:], None):
+      return {"module": args[1]}, args[2:], module_flavor(module)
+  elif args and os.path.basename(args[0]) in WARM_TOOLS and not any(f in _HELP for f in args):
+    return ({"script": os.path.abspath(args[0])}, args[1:],
+            WARM_TOOLS[os.path.basename(args[0])])
+  return None
 
 
 def can_run_warm(module, flags, env):
@@ -332,13 +348,14 @@ def run_script(script, flags, flavor="serving", env=None, cwd=None, timeout=600,
   return server(flavor, environment).run({"script": script}, flags, environment, cwd, timeout)
 
 
-def python3_shim(directory, python, env, modules):
-  """Writes `directory`/python3, which runs `python3 -m albert_tf.<binary> ...` for the binaries
-  among `modules` (names as WARM's) as a child of `python`'s warm server of their flavor for
-  `env` (started here where none runs), and hands any other command to `python` as given
-  (tests/warm_python.py); returns `directory`. Put it first on a shell's PATH (`env` with it
-  there is still served: PATH is not read while TensorFlow loads)."""
-  flavors = {module_flavor(m) for m in modules if m in WARM}
+def python3_shim(directory, python, env, commands):
+  """Writes `directory`/python3, which runs `python3 <args>` where command_target takes it as a
+  child of `python`'s warm server of its flavor for `env`, and hands any other command to
+  `python` as given (tests/warm_python.py); returns `directory`. The servers are those of the
+  flavors of `commands` ([args], the commands it will be given), started here where none runs.
+  Put it first on a shell's PATH (`env` with it there is still served: PATH is not read while
+  TensorFlow loads)."""
+  flavors = {found[2] for found in map(command_target, commands) if found}
   servers = {flavor: server(flavor, env, python) for flavor in sorted(flavors)}
   os.makedirs(directory, exist_ok=True)
   config = os.path.join(directory, "warm_python.json")

@@ -1,10 +1,11 @@
 """`python3` for the docs' command blocks (tests/end_to_end/test_readme_commands.py), run as
 `<python> -S tests/warm_python.py <config.json> <python3's arguments>` by the `python3` file that
 warm_binaries.python3_shim writes: `python3 -m albert_tf.<binary> ...` (a binary that loads
-TensorFlow, warm_binaries.WARM) runs as a child of that python's warm server (tests/warm_server.py)
-on this process's own streams, which waits for it, passes it the signals it is sent and exits as
-it does; any other command, and any run whose environment would have TensorFlow load otherwise
-than the server did, is handed to the real python3 as given (exec).
+TensorFlow, warm_binaries.WARM) and `python3 tools/<tool>.py ...` (warm_binaries.WARM_TOOLS) run
+as a child of that python's warm server (tests/warm_server.py) on this process's own streams;
+this process waits for it, passes it the signals it is sent and exits as it does. Any other
+command, and any run whose environment would have TensorFlow load otherwise than the server did,
+is handed to the real python3 as given (exec).
 
 Not a test file. Runs with -S: it imports the standard library and its sibling modules only.
 """
@@ -22,21 +23,11 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, sign
               signal.SIGUSR2)
 
 
-def _target(args):
-  """(target, flags, flavor) of a warm run, or None for a command run as given."""
-  if len(args) < 2 or args[0] != "-m" or not args[1].startswith("albert_tf."):
-    return None
-  module, flags = args[1][len("albert_tf."):], args[2:]
-  if not warm_binaries.can_run_warm(module, flags, os.environ):
-    return None
-  return {"module": args[1]}, flags, warm_binaries.module_flavor(module)
-
-
 def main():
   with open(sys.argv[1], encoding="utf-8") as f:
     config = json.load(f)
   args = sys.argv[2:]
-  found = _target(args)
+  found = warm_binaries.command_target(args)
   served = config["servers"].get(found[2]) if found else None
   fresh = served and warm_binaries.warm_environment(dict(os.environ), served["launch_env"],
                                                     served["startup_env"])

@@ -14,8 +14,8 @@ commands. A command block is either
   fine-tuning page, checked on the session's run of it as pasted (the `own_data_run` fixture,
   whose learning tests/end_to_end/test_own_data_samples.py checks); a Python excerpt of a source
   file, checked to be in that file; or the test suite's own command, checked to be .ci/run's.
-A block that is neither fails the test. A block's `python3 -m albert_tf.<binary>` lines start
-from the venv's warm start (_blocks_env), the rest as pasted.
+A block that is neither fails the test. A block's `python3 -m albert_tf.<binary>` lines (and its
+TensorFlow tools') start from the venv's warm start (_blocks_env), the rest as pasted.
 
 The blocks that read what the quick start wrote (work/quickstart), or what another such block
 wrote, run in order in one clone after it; each document's other blocks run in order in a clone
@@ -370,9 +370,11 @@ def _blocks_env(installed_bin, directory, blocks):
   start (warm_binaries.python3_shim, first on PATH; tests/end_to_end/test_warm_start.py checks
   that a warm run is the run a fresh interpreter makes)."""
   env = dict(env_with(installed_bin), NO_MKDOCS_2_WARNING="1")
-  modules = re.findall(r"python3 -m albert_tf\.(\w+)", "\n".join(b[-1] for b in blocks))
+  # The first line of each python3 command is enough to tell which server it needs.
+  commands = [line.rstrip("\\").split()[1:] for b in blocks for line in b[-1].splitlines()
+              if line.startswith("python3 ")]
   shim = warm_binaries.python3_shim(str(directory), os.path.join(installed_bin, "python3"), env,
-                                    modules)
+                                    commands)
   return dict(env, PATH=shim + os.pathsep + env["PATH"])
 
 

@@ -185,7 +185,7 @@ def test_the_python3_shim_runs_binaries_warm_and_the_rest_as_given(tmp_path):
   """The docs' blocks' python3 (warm_binaries.python3_shim): a binary from the warm server, with
   the exit status and error line of a fresh run; any other command run by the real python."""
   shim = warm_binaries.python3_shim(str(tmp_path / "bin"), sys.executable, dict(os.environ),
-                                    ["export_checkpoints"])
+                                    [["-m", "albert_tf.export_checkpoints"]])
   python3 = os.path.join(shim, "python3")
   flags = ["-m", "albert_tf.export_checkpoints", f"--albert_config_file={tmp_path / 'none.json'}",
            f"--output_dir={tmp_path / 'out'}"]
