@@ -58,6 +58,7 @@ def test_what_runs_cold():
   assert not warm_binaries.can_run_warm("create_pretraining_data", [], env)  # runs without TF
 
 
+@pytest.mark.slow  # starts a server of its own: TensorFlow loaded once more
 def test_each_environment_tensorflow_loads_in_has_its_server():
   """A run is served by a server that loaded TensorFlow as the run's fresh process would: one
   launched with another value of a variable read at load serves no run without that value."""
