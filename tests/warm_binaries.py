@@ -190,8 +190,11 @@ class _Server:
   def __init__(self, flavor, env, python):
     self.flavor, self.python, self.running = flavor, python, 0
     self.log = tempfile.NamedTemporaryFile(prefix=f"warm_{flavor}_", suffix=".log", delete=False)
-    self.address = self.log.name[:-len(".log")] + ".socket"
-    self.process = subprocess.Popen([python, SERVER, flavor, self.address],
+    # In Linux's abstract namespace: no file to clean up, no limit from the temporary folder's
+    # path length (a socket path holds at most 107 bytes).
+    name = "albert_tf_" + os.path.basename(self.log.name)[:-len(".log")]
+    self.address = "\0" + name
+    self.process = subprocess.Popen([python, SERVER, flavor, name],
                                     cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=self.log)
     ready, _, _ = select.select([self.process.stdout], [], [], 300)

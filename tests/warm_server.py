@@ -1,13 +1,13 @@
 """The warm start of tests/warm_binaries.py, run as `python3 tests/warm_server.py <flavor>
-<socket path>`: loads TensorFlow, Keras and albert_tf's jobs as a binary's main() does (quiet
+<socket name>`: loads TensorFlow, Keras and albert_tf's jobs as a binary's main() does (quiet
 start-up first; for the "training" flavor, oneDNN turned on first, as the training binaries do),
 answers "ready" on stdout with the environment it was launched with and the variables its start-up
-set, then serves requests on a Unix socket until its stdin ends. Each request, sent with its three
-standard streams (file descriptors passed over the socket), gets a forked child that runs
-`python -m <module> <argv>`, `python <script> <argv>` or `python -c <code> <argv>` in itself on
-those streams; the server
-answers with the child's pid, then, when it ends, its exit status. Children run side by side (the
-workers of one cluster); a client that hangs up before its child ends has it killed.
+set, then serves requests on a Unix socket (that name in Linux's abstract namespace) until its
+stdin ends. Each request, sent with its three standard streams (file descriptors passed over the
+socket), gets a forked child that runs `python -m <module> <argv>`, `python <script> <argv>` or
+`python -c <code> <argv>` in itself on those streams; the server answers with the child's pid,
+then, when it ends, its exit status. Children run side by side (the workers of one cluster); a
+client that hangs up before its child ends has it killed.
 
 Safe to fork: nothing here runs a TensorFlow op or creates a thread pool (importing TensorFlow
 lists the devices only), so a child starts as a fresh interpreter would after its imports.
@@ -309,14 +309,14 @@ class _Serving:
 
 
 def main():
-  flavor, address = sys.argv[1:3]
+  flavor, name = sys.argv[1:3]
   answers = os.fdopen(os.dup(1), "wb")
   os.dup2(2, 1)  # what the imports print goes to the log, not into the answers
   # Taken before the loading: a fresh binary loads the same, so what that sets is its start-up's.
   launch_env = dict(os.environ)
   turned_on = _load(flavor)
   listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-  listener.bind(address)
+  listener.bind("\0" + name)
   listener.listen(16)
   write_message(answers, {"launch_env": launch_env,
                           "startup_env": startup_variables(launch_env, os.environ)})
@@ -324,7 +324,6 @@ def main():
     _Serving(listener, answers, flavor, turned_on).serve()
   finally:
     listener.close()
-    os.unlink(address)
 
 
 if __name__ == "__main__":
