@@ -1,7 +1,8 @@
 """A binary or tool run from the suite's warm start (tests/warm_binaries.py) is the run a fresh
 interpreter makes: the same checkpoint, bit for bit, the same exit status and error line, the
-same environment after the start-up. Which runs go cold is decided by can_run_warm (its
-environment rule, warm_environment, against what the server loaded TensorFlow with)."""
+same environment after the start-up. Which runs go cold is decided by can_run_warm; which server
+serves a run, by its environment (warm_environment, against what each server loaded TensorFlow
+with)."""
 
 import json
 import os
