@@ -64,6 +64,31 @@ STATIC_OP_TYPES = ("MatMul", "Gather")
 DEFAULT_OPSET = 17
 # The dynamic axes' names in the file (tf2onnx writes unk__N).
 AXIS_NAMES = ("batch", "length")
+# TensorFlow's C++ log level, which tf2onnx sets while it loads (_log_level_kept).
+_LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
+
+
+@contextlib.contextmanager
+def _log_level_kept():
+  """Puts TF_CPP_MIN_LOG_LEVEL back as it was (or unset) after the block: tf2onnx sets it to 3 in
+  os.environ while it loads, which would hide TensorFlow's errors in every process this one starts
+  afterwards."""
+  before = os.environ.get(_LOG_LEVEL_VARIABLE)
+  try:
+    yield
+  finally:
+    if before is None:
+      os.environ.pop(_LOG_LEVEL_VARIABLE, None)
+    else:
+      os.environ[_LOG_LEVEL_VARIABLE] = before
+
+
+def _converter():
+  """tf2onnx's convert module (which tf2onnx loads at first use), loaded with the log level kept
+  (_log_level_kept)."""
+  with _log_level_kept():
+    from tf2onnx import convert as converter
+  return converter
 
 
 def require_dependencies(quantize="none", optimize=False, command="export_onnx"):
@@ -73,16 +98,16 @@ def require_dependencies(quantize="none", optimize=False, command="export_onnx")
   modules = ["tf2onnx", "onnx"] + (["onnxruntime"] if optimize or quantize != "none" else [])
   # ORT's transformer optimizer imports sympy; onnxruntime does not declare it.
   modules += ["sympy"] if optimize else []
-  for module in modules:
-    errors.require_module(module, "portable", command)
+  with _log_level_kept():
+    for module in modules:
+      errors.require_module(module, "portable", command)
 
 
 def convert(model, max_seq_length, opset=DEFAULT_OPSET):
   """The ModelProto of `model`'s serving function, converted by tf2onnx, each LayerNorm one
   LayerNormalization node from opset 17 (export.onnx_layer_norm)."""
-  import tf2onnx
-  proto, _ = tf2onnx.convert.from_function(serving_function(model, max_seq_length),
-                                           input_signature=input_signature(), opset=opset)
+  proto, _ = _converter().from_function(serving_function(model, max_seq_length),
+                                        input_signature=input_signature(), opset=opset)
   name_dynamic_axes(proto)
   dedupe_initializers(proto)
   fuse_layer_norms(proto)
