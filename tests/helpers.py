@@ -50,7 +50,7 @@ def run_binary(module, flags, check=True, env=None, timeout=600, cold=False):
   (tests/warm_binaries.py), else, or with cold=True (a test of what the start-up prints), in a
   fresh one. With check, asserts it succeeded (showing the end of its stderr)."""
   environment = dict(os.environ, **(env or {}))
-  if not cold and warm_binaries.can_run_warm(module, flags, environment):
+  if not cold and warm_binaries.can_run_warm(module, flags):
     result = warm_binaries.run_warm(module, flags, environment, timeout)
   else:
     result = subprocess.run([sys.executable, "-m", f"albert_tf.{module}"] + list(flags),
@@ -91,7 +91,7 @@ def start_binary(module, flags, env=None, cold=False, stdout=None, stderr=None):
   that shows the same (helpers.run_binary's rule), a warm_binaries.WarmProcess, which is handled
   alike (wait, communicate, signals)."""
   environment = dict(os.environ, **(env or {}))
-  if not cold and warm_binaries.can_run_warm(module, flags, environment):
+  if not cold and warm_binaries.can_run_warm(module, flags):
     return warm_binaries.start_warm(module, flags, environment, stdout=stdout, stderr=stderr)
   return subprocess.Popen([sys.executable, "-m", f"albert_tf.{module}"] + list(flags),
                           cwd=REPO_ROOT, env=environment, stdout=stdout, stderr=stderr, text=True)

@@ -76,7 +76,7 @@ def command_target(args):
   `-m albert_tf.<binary>`, or a tool of WARM_TOOLS), else None."""
   if len(args) >= 2 and args[0] == "-m" and args[1].startswith("albert_tf."):
     module = args[1][len("albert_tf."):]
-    if can_run_warm(module, args[2:], None):
+    if can_run_warm(module, args[2:]):
       return {"module": args[1]}, args[2:], module_flavor(module)
   elif args and os.path.basename(args[0]) in WARM_TOOLS and not any(f in _HELP for f in args):
     return ({"script": os.path.abspath(args[0])}, args[1:],
@@ -84,11 +84,18 @@ def command_target(args):
   return None
 
 
-def can_run_warm(module, flags, env):
+def can_run_warm(module, flags):
   """Whether a run of albert_tf.<module> with these flags shows the same from a warm start as from
   a fresh interpreter (whatever its environment: a server is launched with it where none fits)."""
-  del env  # every environment has its server
   return module in WARM and not any(f in _HELP for f in flags)
+
+
+def child_request(target, flags, cwd, env, fresh, startup_env):
+  """What a warm server is sent to run `target` with these flags in `cwd`: `fresh` the child's
+  environment (warm_environment of the run's `env`), and the server's start-up variables that
+  `env` left unset, which the child takes as its own start-up's."""
+  return dict(target, argv=list(flags), cwd=os.fspath(cwd), env=fresh,
+              added=sorted(k for k in startup_env if k not in env))
 
 
 class WarmProcess:
@@ -231,9 +238,8 @@ class _Server:
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
       connection.connect(self.address)
-      warm_server.send(connection, dict(
-          target, argv=list(flags), cwd=os.fspath(cwd), env=fresh,
-          added=sorted(k for k in self.startup_env if k not in env)), given)
+      warm_server.send(connection,
+                       child_request(target, flags, cwd, env, fresh, self.startup_env), given)
       ready, _, _ = select.select([connection], [], [], 60)
       pid, _ = warm_server.receive(connection) if ready else (None, [])
     finally:

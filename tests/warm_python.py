@@ -39,9 +39,8 @@ def main():
     connection.connect(served["address"])
   except OSError:  # the server was closed (warm_binaries.MAX_SERVERS): a fresh run instead
     os.execv(config["python"], [config["python"]] + args)
-  warm_server.send(connection, dict(
-      target, argv=list(flags), cwd=os.getcwd(), env=fresh,
-      added=sorted(k for k in served["startup_env"] if k not in os.environ)), [0, 1, 2])
+  warm_server.send(connection, warm_binaries.child_request(
+      target, flags, os.getcwd(), os.environ, fresh, served["startup_env"]), [0, 1, 2])
   pid, _ = warm_server.receive(connection)
   for signum in _FORWARDED:
     signal.signal(signum, lambda number, _: os.kill(pid, number))

@@ -52,11 +52,10 @@ def test_a_refusal_reads_the_same_warm_and_cold(tmp_path):
 
 
 def test_what_runs_cold():
-  env = dict(os.environ)
-  assert warm_binaries.can_run_warm("run_classifier", ["--do_train"], env)
-  assert warm_binaries.can_run_warm("export_saved_model", [], env)
-  assert not warm_binaries.can_run_warm("run_classifier", ["--help"], env)
-  assert not warm_binaries.can_run_warm("create_pretraining_data", [], env)  # runs without TF
+  assert warm_binaries.can_run_warm("run_classifier", ["--do_train"])
+  assert warm_binaries.can_run_warm("export_saved_model", [])
+  assert not warm_binaries.can_run_warm("run_classifier", ["--help"])
+  assert not warm_binaries.can_run_warm("create_pretraining_data", [])  # runs without TF
 
 
 @pytest.mark.slow  # starts a server of its own: TensorFlow loaded once more
