@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import sentencepiece as spm
-import tensorflow as tf
 
 import warm_binaries
 from repo_paths import REPO_ROOT, TESTDATA
@@ -27,8 +26,12 @@ TF_STARTUP_NOTICES = {
 }
 
 
+# TensorFlow is imported where it is used: tests/conftest.py imports this module, so pytest's
+# controlling process loads it too, and that process runs no test; loading TensorFlow there cost
+# seconds of CPU and printed its start-up notices after the run's summary.
 def write_tf1_checkpoint(prefix, tensors):
   """Writes {name: array} as a name-based TF1 checkpoint with the raw SaveV2 op (no albert_tf)."""
+  import tensorflow as tf
   names = sorted(tensors)
   tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
                     tensors=[tf.constant(np.asarray(tensors[n])) for n in names])
@@ -36,6 +39,7 @@ def write_tf1_checkpoint(prefix, tensors):
 
 
 def read_tf1_checkpoint(prefix):
+  import tensorflow as tf
   reader = tf.train.load_checkpoint(prefix)
   return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
 
@@ -75,6 +79,7 @@ def free_ports(n):
 def assert_same_checkpoint_values(prefix_a, prefix_b, atol=None):
   """Every variable value of two of our checkpoints is bit-identical (and there are many), or
   within `atol` where the two runs computed in other orders."""
+  import tensorflow as tf
   a, b = tf.train.load_checkpoint(str(prefix_a)), tf.train.load_checkpoint(str(prefix_b))
   names = [n for n in a.get_variable_to_shape_map() if "VARIABLE_VALUE" in n]
   assert len(names) > 30

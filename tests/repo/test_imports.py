@@ -62,6 +62,18 @@ def test_checkpoint_label_files_and_own_data_readers_load_no_tensorflow():
       "print('tensorflow' in sys.modules, load_checkpoint.__module__)\n", {})
   assert stdout.split() == ["False", "True", "albert_tf.checkpoints.formats"]
 
+
+def test_the_suites_conftest_loads_no_tensorflow():
+  # pytest's controlling process (-n 2) imports tests/conftest.py and runs no test: TensorFlow
+  # loaded there would cost its start-up and print its notices after the run's summary.
+  stdout, _ = run_python(
+      "import sys\n"
+      f"sys.path[:0] = [{os.path.join(REPO_ROOT, 'tests')!r}, {REPO_ROOT!r}]\n"
+      "import conftest\n"
+      "print('tensorflow' in sys.modules, 'keras' in sys.modules)\n", {})
+  assert stdout.split() == ["False", "False"]
+
+
 def test_quiet_startup_sets_the_log_level_only_where_the_user_did_not():
   code = ("import os\n"
           "from albert_tf.core.startup import quiet_tensorflow_startup\n"
