@@ -78,7 +78,7 @@ def command_target(args):
     module = args[1][len("albert_tf."):]
     if can_run_warm(module, args[2:]):
       return {"module": args[1]}, args[2:], module_flavor(module)
-  elif args and os.path.basename(args[0]) in WARM_TOOLS and not any(f in _HELP for f in args):
+  elif args and os.path.basename(args[0]) in WARM_TOOLS and not asks_for_help(args):
     return ({"script": os.path.abspath(args[0])}, args[1:],
             WARM_TOOLS[os.path.basename(args[0])])
   return None
@@ -87,7 +87,13 @@ def command_target(args):
 def can_run_warm(module, flags):
   """Whether a run of albert_tf.<module> with these flags shows the same from a warm start as from
   a fresh interpreter (whatever its environment: a server is launched with it where none fits)."""
-  return module in WARM and not any(f in _HELP for f in flags)
+  return module in WARM and not asks_for_help(flags)
+
+
+def asks_for_help(flags):
+  """Whether these flags ask for a usage text, which a warm start would print as a fresh one does
+  but the tests check from a fresh interpreter (that --help loads no TensorFlow)."""
+  return any(f in _HELP for f in flags)
 
 
 def child_request(target, flags, cwd, env, fresh, startup_env):
@@ -197,10 +203,8 @@ class _Server:
   def __init__(self, flavor, env, python):
     self.flavor, self.python, self.running = flavor, python, 0
     self.log = tempfile.NamedTemporaryFile(prefix=f"warm_{flavor}_", suffix=".log", delete=False)
-    # In Linux's abstract namespace: no file to clean up, no limit from the temporary folder's
-    # path length (a socket path holds at most 107 bytes).
     name = "albert_tf_" + os.path.basename(self.log.name)[:-len(".log")]
-    self.address = "\0" + name
+    self.address = warm_server.socket_address(name)
     self.process = subprocess.Popen([python, SERVER, flavor, name],
                                     cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=self.log)
@@ -351,7 +355,7 @@ def run_script(script, flags, flavor="serving", env=None, cwd=None, timeout=600,
   script = os.path.abspath(script)
   environment = dict(os.environ, **(env or {}))
   cwd = os.getcwd() if cwd is None else os.fspath(cwd)
-  if cold or any(f in _HELP for f in flags):
+  if cold or asks_for_help(flags):
     return subprocess.run([sys.executable, script] + list(flags), cwd=cwd, env=environment,
                           capture_output=True, text=True, timeout=timeout, check=False)
   return server(flavor, environment).run({"script": script}, flags, environment, cwd, timeout)

@@ -308,6 +308,13 @@ class _Serving:
           self._hung_up(item)
 
 
+def socket_address(name):
+  """The Unix socket address of the server called `name`: in Linux's abstract namespace (a leading
+  NUL), so there is no file to clean up and no limit from the temporary folder's path length (a
+  socket path holds at most 107 bytes)."""
+  return "\0" + name
+
+
 def main():
   flavor, name = sys.argv[1:3]
   answers = os.fdopen(os.dup(1), "wb")
@@ -316,7 +323,7 @@ def main():
   launch_env = dict(os.environ)
   turned_on = _load(flavor)
   listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-  listener.bind("\0" + name)
+  listener.bind(socket_address(name))
   listener.listen(16)
   write_message(answers, {"launch_env": launch_env,
                           "startup_env": startup_variables(launch_env, os.environ)})
