@@ -280,9 +280,15 @@ class _Server:
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
   def close(self):
-    self.process.stdin.close()
-    self.process.wait(timeout=60)
-    os.unlink(self.log.name)
+    """Ends the server (the end of its stdin tells it to stop) and lets go of its pipes and log
+    here: an unclosed pipe is a ResourceWarning at the test process's exit."""
+    try:
+      self.process.stdin.close()
+      self.process.wait(timeout=60)
+    finally:
+      self.process.stdout.close()
+      self.log.close()
+      os.unlink(self.log.name)
 
 
 def server(flavor, env=None, python=sys.executable):

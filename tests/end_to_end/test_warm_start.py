@@ -200,3 +200,15 @@ def test_the_python3_shim_runs_binaries_warm_and_the_rest_as_given(tmp_path):
   other = subprocess.run([python3, "-c", "import sys; print(sys.flags.no_site, sys.argv)", "x"],
                          capture_output=True, text=True, timeout=60, check=True)
   assert other.stdout.split("\n")[0] == "0 ['-c', 'x']"
+
+
+@pytest.mark.slow
+def test_a_closed_server_has_ended_and_holds_nothing_open_here():
+  """A server this process closes (at its exit, or the least recently used one where MAX_SERVERS
+  run) has ended, its pipes and log file are closed here and the log is removed: no
+  ResourceWarning at this process's exit."""
+  server = warm_binaries._Server("serving", dict(os.environ), sys.executable)
+  server.close()
+  assert server.process.returncode == 0
+  assert server.process.stdin.closed and server.process.stdout.closed and server.log.closed
+  assert not os.path.exists(server.log.name)
