@@ -37,8 +37,23 @@ TRAINING = {"run_pretraining", "run_classifier", "run_squad_v1", "run_squad_v2",
 WARM = TRAINING | {"export_saved_model", "export_checkpoints", "export_tfhub", "export_tflite",
                    "export_onnx"}
 
-# Tools of tools/ that load TensorFlow whatever their flags, with their flavor (run_script's).
-WARM_TOOLS = {"sentence_objectives.py": "training"}
+
+def _benchmark_flavor(flags):
+  """tools/benchmark.py's flavor for these flags: "training" where it times a step (--mode
+  forward, train or all, the default, or --compare: its main turns oneDNN on for them), else
+  "serving"; None where the flags do not say plainly (a flagfile, a value after a space)."""
+  if any(f in ("--mode", "--compare") or f.startswith("--flagfile") for f in flags):
+    return None
+  modes = {f.split("=", 1)[1] for f in flags if f.startswith("--mode=")} or {"all"}
+  compare = any(f.startswith("--compare=") and f != "--compare=" for f in flags)
+  return "training" if modes & {"forward", "train", "all"} or compare else "serving"
+
+
+# Tools of tools/ that load TensorFlow whatever their flags (those that only time a model the
+# tools above exported load none: tools/benchmark.py's children run as given), with their
+# flavor (run_script's), or a function of their flags giving it.
+WARM_TOOLS = {"sentence_objectives.py": "training", "benchmark.py": _benchmark_flavor,
+              "matmul_chain.py": "serving", "kerashub_bench.py": "serving"}
 
 # Variables TensorFlow (or its libraries) read while loading: a run is served by a server that
 # loaded with the same values of these. TF_CONFIG is read when a strategy is built, not then.
@@ -79,9 +94,17 @@ def command_target(args):
     if can_run_warm(module, args[2:]):
       return {"module": args[1]}, args[2:], module_flavor(module)
   elif args and os.path.basename(args[0]) in WARM_TOOLS and not asks_for_help(args):
-    return ({"script": os.path.abspath(args[0])}, args[1:],
-            WARM_TOOLS[os.path.basename(args[0])])
+    flavor = tool_flavor(args[0], args[1:])
+    if flavor:
+      return {"script": os.path.abspath(args[0])}, args[1:], flavor
   return None
+
+
+def tool_flavor(script, flags):
+  """The flavor a run of `script` (a tool of WARM_TOOLS) with these flags starts in, or None
+  where it runs as given."""
+  flavor = WARM_TOOLS[os.path.basename(script)]
+  return flavor(flags) if callable(flavor) else flavor
 
 
 def can_run_warm(module, flags):
@@ -388,6 +411,30 @@ def python3_shim(directory, python, env, commands):
             f'{shlex.quote(os.path.join(TESTS, "warm_python.py"))} {shlex.quote(config)} "$@"\n')
   os.chmod(shim, 0o755)
   return directory
+
+
+# `python -c` code running the script of its argv[2] (its arguments after it) as `python
+# <script>` does, with sys.executable the python3 file of its argv[1] (python3_shim's).
+_SCRIPT_UNDER_SHIM = (
+    "import os, runpy, sys; sys.executable = sys.argv[1]; sys.argv = sys.argv[2:]; "
+    "sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0])); "
+    "runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def run_tool_with_warm_children(script, flags, directory, children, env=None, cwd=None,
+                                timeout=900):
+  """subprocess.CompletedProcess of `python3 <script> <flags>` (a tool that starts its work as
+  processes of sys.executable: tools/cpu_check.py, tools/run_seeds.py) in a fresh interpreter
+  whose sys.executable is a python3_shim written in `directory`: the children it starts as
+  `-m albert_tf.<binary>` or as a tool of WARM_TOOLS start warm, any other as given. `children`
+  are the commands it will start ([args]: the servers of their flavors are started first), `env`
+  is added to os.environ, `cwd` None is the repository root."""
+  environment = dict(os.environ, **(env or {}))
+  shim = os.path.join(python3_shim(directory, sys.executable, environment, children), "python3")
+  return subprocess.run(
+      [sys.executable, "-c", _SCRIPT_UNDER_SHIM, shim, os.path.abspath(script)] + list(flags),
+      cwd=REPO_ROOT if cwd is None else cwd, env=environment, capture_output=True, text=True,
+      timeout=timeout, check=False)
 
 
 @atexit.register

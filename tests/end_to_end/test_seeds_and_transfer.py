@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import warm_binaries
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, run_binary
 
 GLUE = os.path.join(TESTDATA, "original_finetuning", "glue", "glue_data")
@@ -23,7 +24,13 @@ TINY = [f"--spm_model_file={SPM}", f"--albert_config_file={CONFIG}", f"--data_di
 NEW_HEAD = "starting a new task head"
 
 
-def _seeds(args, recipe):
+def _seeds(args, recipe, warm_in=None):
+  """The tool's run; with `warm_in` (a directory for its python3 shim) its seeds' runs of
+  run_classifier start warm (what is checked is the tool's, and the runs are each its own
+  process still)."""
+  if warm_in:
+    return warm_binaries.run_tool_with_warm_children(
+        TOOL, args + ["--"] + recipe, warm_in, [["-m", "albert_tf.run_classifier"]], timeout=600)
   return subprocess.run([sys.executable, TOOL] + args + ["--"] + recipe, cwd=REPO_ROOT,
                         capture_output=True, text=True, timeout=600)
 
@@ -67,7 +74,7 @@ def _check_summary(summary, out, seeds):
 def test_seeds_summarise_resume_and_report_a_failure(tmp_path):
   out = tmp_path / "mrpc"
   recipe = TINY + ["--task_name=MRPC", "--train_step=4", "--learning_rate=1e-3"]
-  first = _seeds(["--seeds=3", f"--output_dir={out}"], recipe)
+  first = _seeds(["--seeds=3", f"--output_dir={out}"], recipe, tmp_path / "bin")
   assert first.returncode == 0, first.stdout + first.stderr[-2000:]
   summary = json.loads((out / "seeds_summary.json").read_text())
   assert summary["seeds"] == [1, 2, 3] and summary["failed"] == {}
@@ -85,7 +92,7 @@ def test_seeds_summarise_resume_and_report_a_failure(tmp_path):
   (out / "seed_0").write_text("a file where seed 0's output_dir goes")
   for name in ("seed_3", "seed_3.json"):
     os.rename(out / name, tmp_path / name)
-  again = _seeds(["--seeds=4", "--first_seed=0", f"--output_dir={out}"], recipe)
+  again = _seeds(["--seeds=4", "--first_seed=0", f"--output_dir={out}"], recipe, tmp_path / "bin")
   assert again.returncode == 1
   for seed in (1, 2):
     assert f"seed {seed}: finished before, skipped" in again.stdout

@@ -51,6 +51,20 @@ def test_a_refusal_reads_the_same_warm_and_cold(tmp_path):
   assert lines[0] == lines[1] and len(lines[0]) == 1, (warm.stderr[-2000:], cold.stderr[-2000:])
 
 
+def test_a_tools_flavor_follows_its_flags():
+  """tools/benchmark.py turns oneDNN on where it times steps (every --mode but serving, or a
+  --compare): it starts in the training flavor then, else in the serving one; flags whose form
+  the suite does not read run it as given."""
+  flavor = warm_binaries.tool_flavor
+  assert flavor("tools/benchmark.py", []) == "training"  # --mode=all
+  assert flavor("tools/benchmark.py", ["--mode=serving"]) == "serving"
+  assert flavor("tools/benchmark.py", ["--mode=serving", "--mode=forward"]) == "training"
+  assert flavor("tools/benchmark.py", ["--mode=serving", "--compare=packing"]) == "training"
+  assert flavor("tools/benchmark.py", ["--mode", "serving"]) is None
+  assert warm_binaries.command_target(["tools/benchmark.py", "--mode", "serving"]) is None
+  assert warm_binaries.command_target(["tools/matmul_chain.py", "--tokens=8"])[2] == "serving"
+
+
 def test_what_runs_cold():
   assert warm_binaries.can_run_warm("run_classifier", ["--do_train"])
   assert warm_binaries.can_run_warm("export_saved_model", [])

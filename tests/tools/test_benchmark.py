@@ -24,20 +24,13 @@ TINY_CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 TOOL = os.path.join(REPO_ROOT, "tools", "benchmark.py")
 
 
-def _flavor(flags):
-  """The warm server a run of the benchmark with these flags starts as: its timed steps (any mode
-  but serving, or --compare) turn oneDNN on as the training binaries do."""
-  modes = [f.split("=", 1)[1] for f in flags if f.startswith("--mode=")] or ["all"]
-  steps = set(modes) - {"serving"} or any(f.startswith("--compare=") for f in flags)
-  return "training" if steps else "serving"
-
-
 def _run_benchmark(*flags):
   """The benchmark's JSON lines, run from the suite's warm start (tests/warm_binaries.py): what
   these tests check is what it measures and reports, not its start-up."""
   flags = [f"--config={TINY_CONFIG}", "--batch_size=2", "--seq_length=16", "--num_predictions=3",
            "--steps=2", "--warmup_steps=1"] + list(flags)
-  result = warm_binaries.run_script(TOOL, flags, flavor=_flavor(flags), timeout=300)
+  result = warm_binaries.run_script(TOOL, flags, flavor=warm_binaries.tool_flavor(TOOL, flags),
+                                    timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   return [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
 
