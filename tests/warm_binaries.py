@@ -53,7 +53,15 @@ def _benchmark_flavor(flags):
 # tools above exported load none: tools/benchmark.py's children run as given), with their
 # flavor (run_script's), or a function of their flags giving it.
 WARM_TOOLS = {"sentence_objectives.py": "training", "benchmark.py": _benchmark_flavor,
-              "matmul_chain.py": "serving", "kerashub_bench.py": "serving"}
+              "matmul_chain.py": "serving", "kerashub_bench.py": "serving",
+              # a part of the check, in a process of its own (the check itself loads none)
+              "device_check.py": lambda flags: "serving" if any(
+                  f.startswith("--part=") for f in flags) else None}
+
+# Tools that start their work as processes of sys.executable: python3_shim's python3 runs them
+# (where they do not start warm themselves) with itself as their sys.executable, so that those
+# processes start warm where they can.
+SPAWNING_TOOLS = {"cpu_check.py", "run_seeds.py", "device_check.py"}
 
 # Variables TensorFlow (or its libraries) read while loading: a run is served by a server that
 # loaded with the same values of these. TF_CONFIG is read when a strategy is built, not then.
@@ -415,7 +423,7 @@ def python3_shim(directory, python, env, commands):
 
 # `python -c` code running the script of its argv[2] (its arguments after it) as `python
 # <script>` does, with sys.executable the python3 file of its argv[1] (python3_shim's).
-_SCRIPT_UNDER_SHIM = (
+SCRIPT_UNDER_SHIM = (
     "import os, runpy, sys; sys.executable = sys.argv[1]; sys.argv = sys.argv[2:]; "
     "sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0])); "
     "runpy.run_path(sys.argv[0], run_name='__main__')")
@@ -423,18 +431,17 @@ _SCRIPT_UNDER_SHIM = (
 
 def run_tool_with_warm_children(script, flags, directory, children, env=None, cwd=None,
                                 timeout=900):
-  """subprocess.CompletedProcess of `python3 <script> <flags>` (a tool that starts its work as
-  processes of sys.executable: tools/cpu_check.py, tools/run_seeds.py) in a fresh interpreter
-  whose sys.executable is a python3_shim written in `directory`: the children it starts as
-  `-m albert_tf.<binary>` or as a tool of WARM_TOOLS start warm, any other as given. `children`
-  are the commands it will start ([args]: the servers of their flavors are started first), `env`
-  is added to os.environ, `cwd` None is the repository root."""
+  """subprocess.CompletedProcess of `python3 <script> <flags>` (a tool of SPAWNING_TOOLS) run by
+  a python3_shim written in `directory`: the processes it starts as `-m albert_tf.<binary>` or
+  as a tool of WARM_TOOLS start warm, any other as given. `children` are the commands it will
+  start ([args]: the servers of their flavors are started first), `env` is added to os.environ,
+  `cwd` None is the repository root."""
+  assert os.path.basename(script) in SPAWNING_TOOLS, script
   environment = dict(os.environ, **(env or {}))
   shim = os.path.join(python3_shim(directory, sys.executable, environment, children), "python3")
-  return subprocess.run(
-      [sys.executable, "-c", _SCRIPT_UNDER_SHIM, shim, os.path.abspath(script)] + list(flags),
-      cwd=REPO_ROOT if cwd is None else cwd, env=environment, capture_output=True, text=True,
-      timeout=timeout, check=False)
+  return subprocess.run([shim, os.path.abspath(script)] + list(flags),
+                        cwd=REPO_ROOT if cwd is None else cwd, env=environment,
+                        capture_output=True, text=True, timeout=timeout, check=False)
 
 
 @atexit.register

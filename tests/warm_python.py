@@ -5,7 +5,8 @@ TensorFlow, warm_binaries.WARM) and `python3 tools/<tool>.py ...` (warm_binaries
 as a child of that python's warm server (tests/warm_server.py) on this process's own streams;
 this process waits for it, passes it the signals it is sent and exits as it does. Any other
 command, and any run whose environment would have TensorFlow load otherwise than the server did,
-is handed to the real python3 as given (exec).
+is handed to the real python3 as given (exec); a tool that starts its work as processes of
+sys.executable (warm_binaries.SPAWNING_TOOLS) with this python3 as its sys.executable.
 
 Not a test file. Runs with -S: it imports the standard library and its sibling modules only.
 """
@@ -23,6 +24,16 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, sign
               signal.SIGUSR2)
 
 
+def _run_as_given(python, args):
+  """Becomes `python <args>`; a tool of warm_binaries.SPAWNING_TOOLS with this python3 as its
+  sys.executable, so that the processes it starts come here too."""
+  if args and not args[0].startswith("-") and (
+      os.path.basename(args[0]) in warm_binaries.SPAWNING_TOOLS):
+    shim = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "python3")
+    os.execv(python, [python, "-c", warm_binaries.SCRIPT_UNDER_SHIM, shim] + args)
+  os.execv(python, [python] + args)
+
+
 def main():
   with open(sys.argv[1], encoding="utf-8") as f:
     config = json.load(f)
@@ -32,13 +43,13 @@ def main():
   fresh = served and warm_binaries.warm_environment(dict(os.environ), served["launch_env"],
                                                     served["startup_env"])
   if not fresh:
-    os.execv(config["python"], [config["python"]] + args)
+    _run_as_given(config["python"], args)
   target, flags, _ = found
   connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
   try:
     connection.connect(served["address"])
   except OSError:  # the server was closed (warm_binaries.MAX_SERVERS): a fresh run instead
-    os.execv(config["python"], [config["python"]] + args)
+    _run_as_given(config["python"], args)
   warm_server.send(connection, warm_binaries.child_request(
       target, flags, os.getcwd(), os.environ, fresh, served["startup_env"]), [0, 1, 2])
   pid, _ = warm_server.receive(connection)

@@ -28,6 +28,11 @@ def test_tiny_device_check_passes_with_its_figures(tmp_path):
   # Part 1 runs one cheap fixture test here: the full list is already in the suite.
   env = dict(os.environ, DEVICE_CHECK_TESTS="tests/optimization/test_optimization.py::"
              "test_schedule_matches_fixture_and_formula")
+  # The script's python3 (its $PYTHON) is the suite's shim: the check's parts, each a process of
+  # its own, start warm; its pytest and create_pretraining_data runs start as given.
+  shim = warm_binaries.python3_shim(str(tmp_path / "bin"), sys.executable, env,
+                                    [["tools/device_check.py", "--part=sweep"]])
+  env["PATH"] = shim + os.pathsep + env["PATH"]
   result = subprocess.run(
       ["bash", SCRIPT, "--tiny", f"--output_json={out}", "--peak_tflops=0.5", "--steps=2",
        "--warmup_steps=1", "--iterations_per_loop=2", "--sweep_dupe_factor=1"],
