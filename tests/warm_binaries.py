@@ -49,9 +49,10 @@ def _benchmark_flavor(flags):
   return "training" if modes & {"forward", "train", "all"} or compare else "serving"
 
 
-# Tools of tools/ that load TensorFlow whatever their flags (those that only time a model the
-# tools above exported load none: tools/benchmark.py's children run as given), with their
-# flavor (run_script's), or a function of their flags giving it.
+# Tools of tools/ that load TensorFlow, with their flavor (run_script's) or a function of their
+# flags giving it (None: the run starts as given). The processes tools/benchmark.py starts itself
+# (`python -c`) start as given: they load a SavedModel without albert_tf, time a portable
+# runtime without TensorFlow, or measure a fresh process's memory.
 WARM_TOOLS = {"sentence_objectives.py": "training", "benchmark.py": _benchmark_flavor,
               "matmul_chain.py": "serving", "kerashub_bench.py": "serving",
               # a part of the check, in a process of its own (the check itself loads none)
