@@ -430,18 +430,15 @@ SCRIPT_UNDER_SHIM = (
     "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
-def run_tool_with_warm_children(script, flags, directory, children, env=None, cwd=None,
-                                timeout=900):
-  """subprocess.CompletedProcess of `python3 <script> <flags>` (a tool of SPAWNING_TOOLS) run by
-  a python3_shim written in `directory`: the processes it starts as `-m albert_tf.<binary>` or
-  as a tool of WARM_TOOLS start warm, any other as given. `children` are the commands it will
-  start ([args]: the servers of their flavors are started first), `env` is added to os.environ,
-  `cwd` None is the repository root."""
+def run_tool_with_warm_children(script, flags, directory, children, timeout=900):
+  """subprocess.CompletedProcess of `python3 <script> <flags>` (a tool of SPAWNING_TOOLS) run in
+  the repository root by a python3_shim written in `directory`: the processes it starts as
+  `-m albert_tf.<binary>` or as a tool of WARM_TOOLS start warm, any other as given. `children`
+  are the commands it will start ([args]: the servers of their flavors are started first)."""
   assert os.path.basename(script) in SPAWNING_TOOLS, script
-  environment = dict(os.environ, **(env or {}))
-  shim = os.path.join(python3_shim(directory, sys.executable, environment, children), "python3")
-  return subprocess.run([shim, os.path.abspath(script)] + list(flags),
-                        cwd=REPO_ROOT if cwd is None else cwd, env=environment,
+  shim = os.path.join(python3_shim(directory, sys.executable, dict(os.environ), children),
+                      "python3")
+  return subprocess.run([shim, os.path.abspath(script)] + list(flags), cwd=REPO_ROOT,
                         capture_output=True, text=True, timeout=timeout, check=False)
 
 
