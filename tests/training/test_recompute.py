@@ -29,6 +29,7 @@ from albert_tf.training.pretraining import PretrainingObjective, PretrainingRunn
 from albert_tf.training.runner import dropout_seed_states
 from albert_tf.training.precision import policy_scope
 from albert_tf.tasks.race import settings as race_settings
+import warm_binaries
 from helpers import ORIGINAL_MODEL, REPO_ROOT, run_binary
 from test_memory_check import measured_peak_rss, pretraining_flags, write_pretraining_records
 
@@ -195,6 +196,8 @@ def test_runner_update_equals_the_plain_update(jit_compile, accumulation):
 
 
 _MIRRORED = """
+import sys
+sys.path.insert(1, sys.argv[1])  # the shared helpers of tests/
 import numpy as np
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
@@ -223,17 +226,18 @@ print(abs(loss - loss_r), max(float(np.abs(a - b).max()) for a, b in zip(weights
 
 @pytest.mark.slow
 def test_two_mirrored_replicas_with_dropout_update_as_the_plain_step():
-  # Two CPU replicas (configured before TensorFlow starts: a process of its own), dropout on,
-  # 2 micro-batches each, two updates: each replica's recomputation replays its own masks.
-  # Run beside this file (the script imports it), the shared helpers of tests/ on the path.
-  here = os.path.dirname(os.path.abspath(__file__))
-  path = os.pathsep.join([os.path.join(REPO_ROOT, "tests"), os.environ.get("PYTHONPATH", "")])
-  result = subprocess.run([sys.executable, "-c", _MIRRORED], cwd=here,
-                          env=dict(os.environ, PYTHONPATH=path.rstrip(os.pathsep)),
-                          capture_output=True, text=True, timeout=600)
-  assert result.returncode == 0, result.stderr[-3000:]
-  loss_difference, weight_difference = map(float, result.stdout.split()[-2:])
-  assert loss_difference < 1e-6 and weight_difference < 1e-6, result.stdout
+  # Two CPU replicas (configured before TensorFlow starts: a process of its own, a child of the
+  # warm server, which has loaded TensorFlow but started no device), dropout on, 2 micro-batches
+  # each, two updates: each replica's recomputation replays its own masks. Run beside this file
+  # (the script imports it), the shared helpers of tests/ on the path.
+  process = warm_binaries.start_python(
+      ["-c", _MIRRORED, os.path.join(REPO_ROOT, "tests")], "serving",
+      cwd=os.path.dirname(os.path.abspath(__file__)), stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE)
+  out, err = process.communicate(timeout=600)
+  assert process.returncode == 0, err[-3000:]
+  loss_difference, weight_difference = map(float, out.split()[-2:])
+  assert loss_difference < 1e-6 and weight_difference < 1e-6, out
 
 
 @pytest.mark.slow
