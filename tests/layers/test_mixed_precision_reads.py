@@ -31,6 +31,12 @@ def _weight_casts(model, training):
   return casts
 
 
+def _cast_at_every_read(monkeypatch):
+  """The transformer without weights_cast_once's scope: each read of a weight casts it again."""
+  monkeypatch.setattr(transformer, "weights_cast_once",
+                      lambda training=False: contextlib.nullcontext())
+
+
 def test_a_forward_pass_casts_each_shared_weight_once(monkeypatch):
   with policy_scope("mixed_bfloat16"):
     model = albert_tf.AlbertModel(CONFIG)
@@ -38,8 +44,7 @@ def test_a_forward_pass_casts_each_shared_weight_once(monkeypatch):
   # per layer.
   assert _weight_casts(model, training=False)[(16, 24)] == 1
   assert _weight_casts(model, training=True)[(16, 24)] == 1
-  monkeypatch.setattr(transformer, "weights_cast_once",
-                      lambda training=False: contextlib.nullcontext())
+  _cast_at_every_read(monkeypatch)
   assert _weight_casts(model, training=True)[(16, 24)] == LAYERS
 
 
@@ -60,8 +65,7 @@ def test_training_with_one_cast_gives_the_gradients_of_a_cast_per_read(monkeypat
   with policy_scope("mixed_bfloat16"):
     model = albert_tf.AlbertModel(CONFIG)
   once = _gradients(model)
-  monkeypatch.setattr(transformer, "weights_cast_once",
-                      lambda training=False: contextlib.nullcontext())
+  _cast_at_every_read(monkeypatch)
   every_read = _gradients(model)
   assert len(once) == len(every_read) == len(model.trainable_variables)
   assert sum(a is not None for a in once) >= 14  # embeddings, projection, the shared block
@@ -78,8 +82,7 @@ def test_casting_once_gives_the_same_outputs(monkeypatch):
     model = albert_tf.AlbertModel(CONFIG)
   inputs = {"input_ids": IDS, "input_mask": (IDS > 0).astype(np.int32)}
   once = [model(inputs, training=t)["sequence_output"].numpy() for t in (False, True)]
-  monkeypatch.setattr(transformer, "weights_cast_once",
-                      lambda training=False: contextlib.nullcontext())
+  _cast_at_every_read(monkeypatch)
   every_read = [model(inputs, training=t)["sequence_output"].numpy() for t in (False, True)]
   # Each mode against itself: a training pass computes its attention softmax and its GELU in
   # float32 (layers.softmax, layers.activations), an inference pass in the policy's bfloat16, so
