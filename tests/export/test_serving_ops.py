@@ -3,8 +3,6 @@ tensorflow/serving 2.12.0 links (tests/testdata/serving_ops_tf2.12.txt): newer o
 load there with "Op type not registered"."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -15,6 +13,7 @@ from albert_tf.core.settings import TokenizerSettings
 from albert_tf.export.saved_model import ServingModule
 from albert_tf.export.serving_ops import ops_missing_from, read_allowlist, saved_model_ops
 from albert_tf.tasks.squad.export import SquadServingModule
+import warm_binaries
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
@@ -85,7 +84,7 @@ def test_allowlist_is_tf_2_12_with_its_text_ops():
   assert "TFText>RoundRobinTrim" not in allowed
 
 
-@pytest.mark.slow  # two TensorFlow start-ups
+@pytest.mark.slow  # a SavedModel export and two runs of the tool
 def test_tool_reports_ops_missing_from_an_allowlist(tmp_path):
   module = tf.Module()
   module.f = tf.function(lambda x: {"y": tf.strings.regex_replace(x, "a", "b")},
@@ -94,11 +93,12 @@ def test_tool_reports_ops_missing_from_an_allowlist(tmp_path):
   tf.saved_model.save(module, path, signatures={"serving_default": module.f})
   allowlist = tmp_path / "allow.txt"
   allowlist.write_text("# only identity\nIdentity\n")
-  tool = [sys.executable, os.path.join(REPO_ROOT, "tools", "serving_ops.py"),
-          f"--saved_model={path}"]
-  result = subprocess.run(tool + [f"--allowlist={allowlist}"], capture_output=True, text=True,
-                          timeout=300)
-  assert result.returncode == 1 and "StaticRegexReplace" in result.stdout
-  result = subprocess.run(tool + [f"--allowlist={ALLOWLIST}"], capture_output=True, text=True,
-                          timeout=300)
-  assert result.returncode == 0 and "all registered" in result.stdout
+  # From the suite's warm start (tests/warm_binaries.py): the tool's lines and exit status.
+  def tool(listing):
+    return warm_binaries.run_script(os.path.join(REPO_ROOT, "tools", "serving_ops.py"),
+                                    [f"--saved_model={path}", f"--allowlist={listing}"],
+                                    timeout=300)
+  result = tool(allowlist)
+  assert result.returncode == 1 and "StaticRegexReplace" in result.stdout, result.stderr[-3000:]
+  result = tool(ALLOWLIST)
+  assert result.returncode == 0 and "all registered" in result.stdout, result.stderr[-3000:]
