@@ -68,7 +68,9 @@ SPAWNING_TOOLS = {"cpu_check.py", "run_seeds.py", "device_check.py"}
 # loaded with the same values of these. TF_CONFIG is read when a strategy is built, not then.
 READ_AT_LOAD = ("TF_", "CUDA", "XLA_", "OMP_", "KMP_", "MKL", "ONEDNN", "PYTHON", "LD_")
 READ_LATER = ("TF_CONFIG",)
-FLAVORS = ("training", "serving")
+# "bare": TensorFlow alone, for the scripts that load an export without albert_tf, as a user's
+# client does (warm_server._BareGuard ends a run that imports albert_tf).
+FLAVORS = ("training", "serving", "bare")
 # Servers kept by one test process (each holds a loaded TensorFlow): past that, the least
 # recently used idle one is closed.
 MAX_SERVERS = 4
@@ -362,14 +364,28 @@ def start_python(args, flavor, env=None, cwd=None, stdin=None, stdout=None, stde
   (None: os.environ), in `cwd` (None: the repository root): a WarmProcess. `flavor` as
   run_script's."""
   env = dict(os.environ if env is None else env)
-  if args[0] == "-m":
-    target, flags = {"module": args[1]}, args[2:]
-  elif args[0] == "-c":
-    target, flags = {"code": args[1]}, args[2:]
-  else:
-    target, flags = {"script": os.path.abspath(args[0])}, args[1:]
-  return server(flavor, env).start(target, list(flags), env, REPO_ROOT if cwd is None else cwd,
+  target, flags = _python_target(args)
+  return server(flavor, env).start(target, flags, env, REPO_ROOT if cwd is None else cwd,
                                    stdin, stdout, stderr)
+
+
+def run_python(args, flavor, env=None, cwd=None, timeout=600):
+  """subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True,
+  timeout=timeout), run as start_python starts it: a subprocess.CompletedProcess."""
+  env = dict(os.environ if env is None else env)
+  target, flags = _python_target(args)
+  return server(flavor, env).run(target, flags, env, REPO_ROOT if cwd is None else os.fspath(cwd),
+                                 timeout)
+
+
+def _python_target(args):
+  """(request target, flags) of `python <args>`: `-m <module> ...`, `-c <code> ...` or
+  `<script> ...`."""
+  if args[0] == "-m":
+    return {"module": args[1]}, list(args[2:])
+  if args[0] == "-c":
+    return {"code": args[1]}, list(args[2:])
+  return {"script": os.path.abspath(args[0])}, list(args[1:])
 
 
 def run_warm(module, flags, env, timeout):
@@ -387,6 +403,8 @@ def run_script(script, flags, flavor="serving", env=None, cwd=None, timeout=600,
   `flavor` is the script's: "training" where it turns oneDNN on before TensorFlow loads
   (albert_tf.core.onednn.turn_on_for_training, as the training binaries do) for these flags,
   "serving" where it leaves TensorFlow's default; a warm run in the other one fails, saying so.
+  "bare" for a script that loads TensorFlow without albert_tf (a client of an export): a run
+  that imports albert_tf there fails, saying so.
   The script's path is made absolute (its sys.argv[0] and __file__ then are, as the tests give
   them).
   """

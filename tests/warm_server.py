@@ -1,6 +1,7 @@
 """The warm start of tests/warm_binaries.py, run as `python3 tests/warm_server.py <flavor>
 <socket name>`: loads TensorFlow, Keras and albert_tf's jobs as a binary's main() does (quiet
-start-up first; for the "training" flavor, oneDNN turned on first, as the training binaries do),
+start-up first; for the "training" flavor, oneDNN turned on first, as the training binaries do;
+the "bare" flavor loads TensorFlow alone, as a user's script that serves an export does),
 answers "ready" on stdout with the environment it was launched with and the variables its start-up
 set, then serves requests on a Unix socket (that name in Linux's abstract namespace) until its
 stdin ends. Each request, sent with its three standard streams (file descriptors passed over the
@@ -99,8 +100,12 @@ def receive(sock, fds=0):
 
 
 def _load(flavor):
-  """Loads what the binaries load; returns the line turn_on_for_training gave (None: it did not
-  turn oneDNN on), for the children to give back as a fresh process's call would."""
+  """Loads what the binaries load (the bare flavor: `import tensorflow` and nothing of albert_tf);
+  returns the line turn_on_for_training gave (None: it did not turn oneDNN on), for the children
+  to give back as a fresh process's call would."""
+  if flavor == "bare":
+    import tensorflow  # as the first line of a script that serves an export
+    return None
   from albert_tf.core import onednn, startup
   turned_on = onednn.turn_on_for_training() if flavor == "training" else None
   startup.quiet_tensorflow_startup()
@@ -171,6 +176,20 @@ class _FlavorGuard:
     return code
 
 
+class _BareGuard:
+  """The bare flavor's check: its children run what loads TensorFlow without albert_tf (a script
+  serving an export, as a user's client does). A run that imports albert_tf would have started
+  it, quiet start-up and oneDNN choice included, after TensorFlow loaded, which no fresh process
+  does."""
+
+  def check_exit(self, code):
+    if "albert_tf" in sys.modules:
+      print("warm start: this run imported albert_tf, which the bare server loaded TensorFlow "
+            "without: run it in the serving or training flavor", file=sys.stderr)
+      return 1
+    return code
+
+
 def _run_child(request, streams, flavor, turned_on):
   """In the forked child: runs the module as `python -m` does, the script as `python <script>`
   does or the code as `python -c` does, on the request's streams, then exits; never returns."""
@@ -181,10 +200,12 @@ def _run_child(request, streams, flavor, turned_on):
     # start-up; what onednn keeps of whether it set its variable follows it.
     os.environ.clear()
     os.environ.update(request["env"])
-    from albert_tf.core import onednn
-    onednn._set_here = onednn.VARIABLE in request["added"]
-    guard = _FlavorGuard(flavor, turned_on, request["added"])
-    onednn.turn_on_for_training = guard
+    guard = _BareGuard() if flavor == "bare" else _FlavorGuard(flavor, turned_on,
+                                                               request["added"])
+    if flavor != "bare":
+      from albert_tf.core import onednn
+      onednn._set_here = onednn.VARIABLE in request["added"]
+      onednn.turn_on_for_training = guard
     for fd, stream in enumerate(streams):
       os.dup2(stream, fd)
       os.close(stream)
@@ -214,7 +235,7 @@ def _run_child(request, streams, flavor, turned_on):
     except BaseException:  # noqa: BLE001 -- printed as the interpreter prints it, status 1
       traceback.print_exc()
       code = 1
-    if script or program is not None:
+    if script or program is not None or flavor == "bare":
       code = guard.check_exit(code)
     atexit._run_exitfuncs()  # what the interpreter runs at exit
   finally:

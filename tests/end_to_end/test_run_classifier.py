@@ -4,8 +4,6 @@ fine-tuning a learnable task, prediction files, and the exported SavedModel."""
 import json
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,6 +11,7 @@ import tensorflow as tf
 
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
 from tfrecord_utils import read_examples
+import warm_binaries
 
 # Every test runs run_classifier (5 to 20 s each on 2 cores).
 pytestmark = pytest.mark.slow
@@ -140,11 +139,10 @@ def test_fine_tune_predict_export(classifier_fine_tuned, tmp_path):
 
   [version] = os.listdir(export)
   (tmp_path / "texts.json").write_text(json.dumps(splits["test"]))
-  served = subprocess.run([sys.executable, "-c", SERVE, str(export / version),
-                           str(tmp_path / "texts.json"), str(out / "predict.tf_record")],
-                          cwd=str(tmp_path),
-                          capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+  served = warm_binaries.run_python(
+      ["-c", SERVE, str(export / version), str(tmp_path / "texts.json"),
+       str(out / "predict.tf_record")], "bare", cwd=tmp_path, timeout=300,
+      env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
   assert served.returncode == 0, served.stderr[-3000:]
   served = json.loads(served.stdout.strip().splitlines()[-1])
   # From the binary's features, the SavedModel gives the binary's predictions.

@@ -17,6 +17,7 @@ from albert_tf.tasks.squad.export import SquadServingModule
 from albert_tf.tasks.squad import postprocess as squad_postprocess
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, run_binary
 from tfrecord_utils import read_examples
+import warm_binaries
 
 SQUAD = os.path.join(TESTDATA, "original_finetuning", "squad")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
@@ -49,10 +50,9 @@ def _serve(export, version, tmp_path):
   [stamp] = os.listdir(export)
   ids, questions, contexts = _questions(version)
   (tmp_path / "inputs.json").write_text(json.dumps([questions, contexts]))
-  served = subprocess.run([sys.executable, "-c", SERVE, str(export / stamp),
-                           str(tmp_path / "inputs.json")], cwd=str(tmp_path),
-                          capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+  served = warm_binaries.run_python(
+      ["-c", SERVE, str(export / stamp), str(tmp_path / "inputs.json")], "bare", cwd=tmp_path,
+      timeout=300, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
   assert served.returncode == 0, served.stderr[-3000:]
   return ids, json.loads(served.stdout.strip().splitlines()[-1])
 

@@ -196,6 +196,35 @@ def test_a_script_run_in_the_other_flavor_fails_saying_so(monkeypatch):
     assert result.returncode == 1 and "run it in the training flavor" in result.stderr
 
 
+# What a client of an export sees of its process once it has imported TensorFlow.
+_BARE_PROBE = """
+import json, os, sys
+import tensorflow as tf
+print(json.dumps({"albert_tf": sorted(m for m in sys.modules if m.split(".")[0] == "albert_tf"),
+                  "keras": "keras" in sys.modules, "environ": dict(os.environ),
+                  "argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(),
+                  "version": tf.__version__}))
+"""
+
+
+@pytest.mark.slow  # a server of its own and a fresh TensorFlow start-up
+def test_a_bare_child_is_a_client_that_imported_tensorflow(tmp_path):
+  """The bare flavor (the tests' clients of an export, which must not need albert_tf): the
+  process a fresh `python -c` makes once it has imported TensorFlow, albert_tf never loaded;
+  a run that imports albert_tf there fails, saying so."""
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  args = ["-c", _BARE_PROBE, "an argument"]
+  warm = warm_binaries.run_python(args, "bare", env=env, cwd=tmp_path, timeout=120)
+  cold = subprocess.run([sys.executable] + args, env=env, cwd=tmp_path, capture_output=True,
+                        text=True, timeout=120)
+  assert warm.returncode == cold.returncode == 0, warm.stderr[-3000:] + cold.stderr[-3000:]
+  assert json.loads(warm.stdout) == json.loads(cold.stdout)
+  assert json.loads(warm.stdout)["albert_tf"] == []
+  imports = warm_binaries.run_python(["-c", "import albert_tf.core.onednn"], "bare", env=env,
+                                     cwd=tmp_path, timeout=120)
+  assert imports.returncode == 1 and "run it in the serving or training flavor" in imports.stderr
+
+
 def test_the_python3_shim_runs_binaries_warm_and_the_rest_as_given(tmp_path):
   """The docs' blocks' python3 (warm_binaries.python3_shim): a binary from the warm server, with
   the exit status and error line of a fresh run; any other command run by the real python."""

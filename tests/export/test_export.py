@@ -27,6 +27,7 @@ from served_model_helpers import load_served_model, run_signature
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
 import serving_client
+import warm_binaries
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 CKPT0 = os.path.join(ORIGINAL_MODEL, "model.ckpt-0")
@@ -106,9 +107,9 @@ def test_saved_model_in_a_fresh_process(exported, tmp_path):
   script = tmp_path / "load.py"
   script.write_text(_FRESH_PROCESS)
   lines_file = os.path.join(TESTDATA, "original_pretraining_data", "tokenization.jsonl")
-  result = subprocess.run([sys.executable, str(script), os.path.join(exported, "3"),
-                           os.path.join(ORIGINAL_MODEL, "reference.npz"), lines_file],
-                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+  result = warm_binaries.run_python([str(script), os.path.join(exported, "3"),
+                                     os.path.join(ORIGINAL_MODEL, "reference.npz"), lines_file],
+                                    "bare", cwd=tmp_path, timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   got = json.loads(result.stdout.strip().splitlines()[-1])
   assert got["signatures"] == ["mlm", "serving_default", "serving_text_pair", "sop_log_probs",
@@ -129,9 +130,9 @@ def test_saved_model_in_a_fresh_process(exported, tmp_path):
 @pytest.mark.slow
 def test_saved_model_cli_lists_the_documented_signatures(exported):
   # Through this interpreter: the saved_model_cli script need not be on PATH.
-  result = subprocess.run([sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "show",
-                           "--dir", os.path.join(exported, "3"), "--all"],
-                          capture_output=True, text=True, timeout=300)
+  result = warm_binaries.run_python(["-m", "tensorflow.python.tools.saved_model_cli", "show",
+                                     "--dir", os.path.join(exported, "3"), "--all"],
+                                    "bare", timeout=300)
   assert result.returncode == 0, result.stderr[-2000:]
   text = result.stdout
   for expected in ["signature_def['serving_default']", "inputs['text']", "DT_STRING",

@@ -21,6 +21,7 @@ from albert_tf.export.saved_model import IdsServingModule
 from albert_tf.export.serving_ops import saved_model_ops
 from helpers import ORIGINAL_MODEL, TESTDATA, reference_batch, run_binary
 from served_model_helpers import load_served_model
+import warm_binaries
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 CKPT0 = os.path.join(ORIGINAL_MODEL, "model.ckpt-0")
@@ -137,9 +138,9 @@ print(json.dumps({
 def test_loads_and_runs_where_tensorflow_text_cannot_be_imported(exports, tmp_path):
   script = tmp_path / "load.py"
   script.write_text(_WITHOUT_TENSORFLOW_TEXT)
-  result = subprocess.run([sys.executable, str(script), exports["ids"], exports["full"],
-                           os.path.join(ORIGINAL_MODEL, "reference.npz")],
-                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+  result = warm_binaries.run_python([str(script), exports["ids"], exports["full"],
+                                     os.path.join(ORIGINAL_MODEL, "reference.npz")],
+                                    "bare", cwd=tmp_path, timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   got = json.loads(result.stdout.strip().splitlines()[-1])
   assert got["modules"] == [] and not got["sentencepiece_registered"]

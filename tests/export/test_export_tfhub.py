@@ -6,8 +6,6 @@ AlbertPreprocessor, the Keras 3 layer."""
 import json
 import os
 import re
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -24,6 +22,7 @@ from albert_tf.export.tfhub import HubEncoder, check_mlm_head, save_hub_model
 from albert_tf.export.tfhub_preprocessing import HubPreprocessor
 from albert_tf.tokenization.bert_packing import bert_pack_inputs
 from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA, reference_batch, run_binary
+import warm_binaries
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 CKPT0 = os.path.join(ORIGINAL_MODEL, "model.ckpt-0")
@@ -105,11 +104,11 @@ def exported(tmp_path_factory):
   with open(root / "request.json", "w", encoding="utf-8") as f:
     json.dump(request, f)
   output = root / "client.npz"
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "tests", "tfhub_client.py"),
+  result = warm_binaries.run_python(
+      [os.path.join(REPO_ROOT, "tests", "tfhub_client.py"),
        f"--request={root / 'request.json'}", f"--output={output}"]
       + [f"--{name}={path}" for name, path in paths.items()],
-      cwd=str(root), capture_output=True, text=True, timeout=600)
+      "bare", cwd=root, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   return paths, dict(np.load(output))
 

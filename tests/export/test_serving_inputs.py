@@ -4,8 +4,6 @@ without albert_tf and TF Serving's feed path see it; good requests give what the
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from albert_tf.export.saved_model import ServingModule, export_saved_model
 from albert_tf.tasks.squad.export import SquadServingModule
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 from helpers import ORIGINAL_MODEL, TESTDATA, reference_batch
+import warm_binaries
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 CKPT0 = os.path.join(ORIGINAL_MODEL, "model.ckpt-0")
@@ -315,9 +314,9 @@ print(json.dumps(messages))
 def test_in_a_fresh_process_and_a_session(pretraining, tmp_path):
   script = tmp_path / "load.py"
   script.write_text(_FRESH_PROCESS)
-  result = subprocess.run([sys.executable, str(script), pretraining[2]], capture_output=True,
-                          text=True, timeout=300, cwd=str(tmp_path),
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+  result = warm_binaries.run_python(
+      [str(script), pretraining[2]], "bare", cwd=tmp_path, timeout=300,
+      env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
   assert result.returncode == 0, result.stderr[-3000:]
   got = json.loads(result.stdout.strip().splitlines()[-1])
   for key in ("eager", "session"):

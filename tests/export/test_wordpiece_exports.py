@@ -4,8 +4,6 @@ process that never imports albert_tf."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from albert_tf.tasks.classifier.features import convert_single_example
 from albert_tf.tasks.classifier.data import InputExample
 from albert_tf.tokenization import FullTokenizer
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
+import warm_binaries
 
 pytestmark = pytest.mark.slow  # each binary builds, loads and exports a model (10-20 s)
 
@@ -75,10 +74,10 @@ print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
 def _serve_without_albert_tf(export_path, first, second, features, tmp_path):
   (tmp_path / "texts.json").write_text(json.dumps({"a": first, "b": second}), encoding="utf-8")
   np.savez(tmp_path / "features.npz", **features)
-  result = subprocess.run(
-      [sys.executable, "-c", _SERVE, export_path, str(tmp_path / "texts.json"),
-       str(tmp_path / "features.npz")], capture_output=True, text=True, timeout=300,
-      cwd=str(tmp_path), env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+  result = warm_binaries.run_python(
+      ["-c", _SERVE, export_path, str(tmp_path / "texts.json"), str(tmp_path / "features.npz")],
+      "bare", cwd=tmp_path, timeout=300,
+      env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.strip().splitlines()[-1])
 

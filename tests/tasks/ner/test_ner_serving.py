@@ -5,8 +5,6 @@ only TF Serving 2.12's ops."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -22,6 +20,7 @@ from albert_tf.tasks.ner.features import sentence_features
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.tokenization import FullTokenizer
 from helpers import ORIGINAL_MODEL, TESTDATA, run_binary
+import warm_binaries
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")  # H 32, 3 layers, 64 positions
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
@@ -132,12 +131,12 @@ def _served_labels(serve, sentences):
 
 def _serve_without_albert_tf(version, sentences, tmp_path):
   """SERVED_LABELS's answer ({"labels": per sentence, "label_list", "label_names"}) for the
-  SavedModel at `version`, run in a fresh interpreter."""
+  SavedModel at `version`, run without albert_tf (a child of the bare warm server)."""
   texts = tmp_path / "sentences.json"
   texts.write_text(json.dumps([" ".join(s.words) for s in sentences]), encoding="utf-8")
   result = tmp_path / "served.json"
-  run = subprocess.run([sys.executable, "-c", SERVED_LABELS, version, str(texts), str(result)],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+  run = warm_binaries.run_python(["-c", SERVED_LABELS, version, str(texts), str(result)], "bare",
+                                 cwd=tmp_path, timeout=300)
   assert run.returncode == 0, run.stderr[-3000:]
   return json.loads(result.read_text(encoding="utf-8"))
 
