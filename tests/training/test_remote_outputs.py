@@ -3,8 +3,6 @@ in-memory file system, standing in for gs://) they run, their files land there, 
 written to a local folder named `ram:`. Jobs are built from settings alone, without flags."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -13,7 +11,8 @@ from albert_tf.core import settings
 from albert_tf.tasks.classifier.job import ClassifierJob
 from albert_tf.tasks.pretraining.job import PretrainingJob
 from albert_tf.tasks.classifier import settings as classifier_settings
-from helpers import ORIGINAL_MODEL, REPO_ROOT, TESTDATA
+from helpers import ORIGINAL_MODEL, TESTDATA
+import warm_binaries
 
 CONFIG = os.path.join(ORIGINAL_MODEL, "albert_config.json")
 SPM = os.path.join(TESTDATA, "original_pretraining_data", "30k-clean-tiny.model")
@@ -74,14 +73,14 @@ def test_classifier_job_writes_to_ram():
 def test_binary_with_output_dir_on_ram(tmp_path):
   # ram:// lives in the process: the binary's files go when it exits, so this checks that it
   # runs and writes nothing locally (the jobs' files are checked in-process above).
-  r = subprocess.run(
-      [sys.executable, "-m", "albert_tf.run_pretraining", "--output_dir=ram://binary/out",
+  # Started warm, in tmp_path (the package comes from its install, as the suite's servers' does).
+  r = warm_binaries.run_python(
+      ["-m", "albert_tf.run_pretraining", "--output_dir=ram://binary/out",
        f"--input_file={os.path.join(ORIGINAL_MODEL, 'eval.tfrecord')}",
        f"--albert_config_file={CONFIG}", "--train_batch_size=2", "--max_seq_length=24",
        "--max_predictions_per_seq=5", "--num_train_steps=2", "--save_checkpoints_steps=1",
        "--do_eval", "--max_eval_steps=1", "--eval_batch_size=3"],
-      cwd=tmp_path, capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+      "training", cwd=tmp_path, timeout=300)
   assert r.returncode == 0, r.stderr[-3000:]
   assert "saved checkpoint ram://binary/out/model.ckpt-2" in r.stderr
   assert os.listdir(tmp_path) == []
