@@ -5,7 +5,9 @@ per environment TensorFlow loads in (warm_environment), and each forks a child p
 `python -m albert_tf.<module> <flags>` (run_warm, start_warm) or `python3 <script> <flags>`
 (run_script) in itself. The child is a process of its own, as a fresh one would be: its own main,
 flags, exit status, streams, signals and files, and several run at once (the workers of a
-cluster); what it saves is the ~3-4 CPU-seconds a fresh interpreter spends on those imports.
+cluster); what it saves is the ~3-4 CPU-seconds a fresh interpreter spends on those imports. The
+bare flavor's server has loaded TensorFlow alone: its children are the tests' clients of an
+export, which must serve without albert_tf (run_python).
 
 What only a fresh interpreter shows runs cold (helpers.run_binary chooses; run_script's callers
 ask): what TensorFlow prints while it loads (tests/end_to_end/test_quiet_binaries.py asks for
