@@ -151,6 +151,13 @@ class _FlavorGuard:
     self.flavor, self.turned_on, self.added = flavor, turned_on, added
     self.called = False
 
+  def install(self):
+    """Takes onednn.turn_on_for_training's place; what onednn keeps of whether it set its variable
+    follows the request's start-up variables."""
+    from albert_tf.core import onednn
+    onednn._set_here = onednn.VARIABLE in self.added
+    onednn.turn_on_for_training = self
+
   def __call__(self):
     from albert_tf.core import onednn
     first, self.called = not self.called, True
@@ -163,12 +170,12 @@ class _FlavorGuard:
                        "serving server loaded without it: run it in the training flavor")
     return None
 
-  def check_exit(self, code):
-    """The exit status to give for a script (or -c code) of the training flavor that ended without
-    asking for oneDNN: its fresh process would have loaded TensorFlow without it. (Scripts only:
-    their callers choose the flavor; a training binary asks in running_job whenever its flags
-    parse.)"""
-    if self.flavor == "training" and code == 0 and not self.called:
+  def check_exit(self, code, script):
+    """The exit status to give for a script (or -c code: `script` true) of the training flavor
+    that ended without asking for oneDNN: its fresh process would have loaded TensorFlow without
+    it. (Scripts only: their callers choose the flavor; a training binary asks in running_job
+    whenever its flags parse.)"""
+    if script and self.flavor == "training" and code == 0 and not self.called:
       print("warm start: this run never turned oneDNN on (albert_tf.core.onednn), which the "
             "training server loaded TensorFlow with: run it in the serving flavor",
             file=sys.stderr)
@@ -182,7 +189,12 @@ class _BareGuard:
   it, quiet start-up and oneDNN choice included, after TensorFlow loaded, which no fresh process
   does."""
 
-  def check_exit(self, code):
+  def install(self):
+    """Nothing to stand in for: albert_tf is not loaded here."""
+
+  def check_exit(self, code, script):
+    """`code`, or 1 where the run (module, script or code alike) imported albert_tf."""
+    del script
     if "albert_tf" in sys.modules:
       print("warm start: this run imported albert_tf, which the bare server loaded TensorFlow "
             "without: run it in the serving or training flavor", file=sys.stderr)
@@ -197,15 +209,12 @@ def _run_child(request, streams, flavor, turned_on):
   try:
     os.chdir(request["cwd"])
     # The request's environment with the start-up's variables, as a fresh binary's after its
-    # start-up; what onednn keeps of whether it set its variable follows it.
+    # start-up.
     os.environ.clear()
     os.environ.update(request["env"])
     guard = _BareGuard() if flavor == "bare" else _FlavorGuard(flavor, turned_on,
                                                                request["added"])
-    if flavor != "bare":
-      from albert_tf.core import onednn
-      onednn._set_here = onednn.VARIABLE in request["added"]
-      onednn.turn_on_for_training = guard
+    guard.install()
     for fd, stream in enumerate(streams):
       os.dup2(stream, fd)
       os.close(stream)
@@ -235,8 +244,7 @@ def _run_child(request, streams, flavor, turned_on):
     except BaseException:  # noqa: BLE001 -- printed as the interpreter prints it, status 1
       traceback.print_exc()
       code = 1
-    if script or program is not None or flavor == "bare":
-      code = guard.check_exit(code)
+    code = guard.check_exit(code, script or program is not None)
     atexit._run_exitfuncs()  # what the interpreter runs at exit
   finally:
     for stream in (sys.stdout, sys.stderr):
